@@ -272,7 +272,7 @@ describe("a settings line that cannot be read", () => {
       outcome: "error",
       errorKind: "hook_settings",
       error:
-        'on_idle.sh:2: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required, sandbox, sandbox-write, env, run-as, contract): the gate did not run',
+        'on_idle.sh:2: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required, sandbox, sandbox-write, env, run-as, contract, verdict): the gate did not run',
     });
   });
 });
