@@ -603,8 +603,9 @@ async function runIn(
       error: `${hook.hookPath}: the copy of the checked gate that ran (${copy}) ${tampered} while it ran: the run counts for nothing; the team lead looks at who wrote it`,
     };
   }
-  const setup =
-    sandbox.state === "on" ? sandboxSetupFailure(result, run.dir, standby ? await standby.execed : null) : null;
+  // A standby's word on fd 3 is waited for only where the exit looks like the set-up's (its fd is closed by then).
+  const setupLike = sandbox.state === "on" && result.exitCode === SANDBOX_SETUP_FAILED;
+  const setup = setupLike ? sandboxSetupFailure(result, run.dir, standby ? await standby.execed : null) : null;
   if (setup)
     return { ...result, ran: false, outcome: "error", errorKind: "spawn", errorCode: SANDBOX_SETUP, error: setup };
   if (claude) return claudeResult(result);
