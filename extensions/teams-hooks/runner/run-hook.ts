@@ -603,9 +603,12 @@ async function runIn(
       error: `${hook.hookPath}: the copy of the checked gate that ran (${copy}) ${tampered} while it ran: the run counts for nothing; the team lead looks at who wrote it`,
     };
   }
-  // A standby's word on fd 3 is waited for only where the exit looks like the set-up's (its fd is closed by then).
+  // A standby's word on fd 3 is waited for only where the exit looks like the set-up's (its fd is closed by then),
+  // and only when the standby was told to go: one ended before (startFor) left its run to the usual set-up's file.
   const setupLike = sandbox.state === "on" && result.exitCode === SANDBOX_SETUP_FAILED;
-  const setup = setupLike ? sandboxSetupFailure(result, run.dir, standby ? await standby.execed : null) : null;
+  const setup = setupLike
+    ? sandboxSetupFailure(result, run.dir, standby?.released ? await standby.execed : null)
+    : null;
   if (setup)
     return { ...result, ran: false, outcome: "error", errorKind: "spawn", errorCode: SANDBOX_SETUP, error: setup };
   if (claude) return claudeResult(result);

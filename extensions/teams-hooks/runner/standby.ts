@@ -249,8 +249,18 @@ export function release(standby: Standby, script: string): boolean {
   return true;
 }
 
-/** The command a run without its standby would start in the standby's folder (its view is written there). */
+/**
+ * The command a run without its standby would start in the standby's folder (its view is written there). Its
+ * set-up says there again whether it failed: the file is emptied of what the standby's own set-up said.
+ */
 export function usualStart(standby: Standby): { command: string; args: string[] } {
+  closeSync(
+    openSync(
+      path.join(standby.run.dir, "fstab.failed"),
+      fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW,
+      0o600,
+    ),
+  );
   return chainOf(standby.command, standby.args, standby.plan);
 }
 
