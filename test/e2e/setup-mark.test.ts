@@ -71,3 +71,32 @@ describe.concurrent("the sandbox's mark, printed by a gate", () => {
     );
   });
 });
+
+// Node's line for a module it cannot find makes a Node gate's failure an error of the gate (held, not blamed on
+// the work). A gate judged by its exit status alone passes the output of the agents' tests on, and the tests can
+// print that line: its exit status is its verdict all the same.
+describe("Node's module-not-found line, printed by a verdict=exit gate's tests", () => {
+  it("is the gate failing", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    await rig.hook(
+      team,
+      "on_task_completed.mjs",
+      [
+        "// pi-teams-hooks: verdict=exit",
+        "process.stderr.write(\"Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/x/y.js' imported from /x/test.js\\n\");",
+        "process.exitCode = 1;",
+      ].join("\n"),
+    );
+    const out = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--json"], {
+      cwd: team.teamsRoot,
+    });
+    const record = JSON.parse(out.stdout.trim().split("\n").at(-1) ?? "null") as {
+      result: { outcome: string; exitCode: number | null; errorCode?: string; stderr: string };
+    };
+    expect(record.result).toMatchObject({ outcome: "failed", exitCode: 1 });
+    expect(record.result.stderr).toContain("ERR_MODULE_NOT_FOUND");
+    expect(record.result.errorCode).toBeUndefined();
+  });
+});

@@ -620,9 +620,10 @@ async function runIn(
     ? applyVerdict(result, NO_VERDICT_FILE, lastLineOf(""), rules)
     : applyVerdict(result, atExit ?? readResultFile(run.resultFile, run.result), lastLine, rules);
   // Node could not find a module the gate imports (one a look at its text cannot see): the gate
-  // judged nothing, so it is a gate that cannot start, not a denial.
+  // judged nothing, so it is a gate that cannot start, not a denial. Not for a gate judged by its exit status
+  // alone: its stderr is the agents' tests' too, which could print Node's line.
   const notFound =
-    isNode && judged.outcome !== "passed" && !judged.verdict && judged.exitCode !== 0
+    isNode && !exitOnly && judged.outcome !== "passed" && !judged.verdict && judged.exitCode !== 0
       ? moduleNotFound(judged.stderr, copy ?? hook.hookPath, hook.hookPath)
       : null;
   if (notFound)
