@@ -670,6 +670,25 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
       expect(record.result.stdout).toBe(`uid=${await uidOf(NAMES.agent)}\n`);
       expect(existsSync(path.join(teamDir, "planted"))).toBe(false);
 
+      // A view the gate's user cannot build (a sandbox-write= folder only root can reach): the set-up, run as that
+      // user, says so in the run's folder, and the run is a set-up failure, held, not the gate failing.
+      const rootOnly = path.join(s.base, "root-only");
+      await must("install", "-d", "-m", "0700", rootOnly, path.join(rootOnly, "out"));
+      await writeFile(
+        gate,
+        [
+          "#!/usr/bin/env bash",
+          `# pi-teams-hooks: run-as=${NAMES.agent} sandbox-write=${path.join(rootOnly, "out")}`,
+          "echo the gate ran",
+          "exit 1",
+        ].join("\n"),
+        { mode: 0o755 },
+      );
+      const unbuilt = await run([process.execPath, s.bin, ...args], { env });
+      const setupFailed = (JSON.parse(unbuilt.stdout) as { result: Record<string, unknown> }).result;
+      expect(setupFailed, unbuilt.stderr).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
+      expect(setupFailed.stdout).toBe("");
+
       // The leader's state dir closed to other users: the gate's user cannot reach its run; said, and held.
       const closed = path.join(s.base, "root-state-closed");
       await must("install", "-d", "-m", "0700", closed);
