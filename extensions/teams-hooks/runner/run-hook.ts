@@ -918,10 +918,11 @@ function interpreterOf(file: string, command: string): NodeJS.ErrnoException | n
   }
 }
 
-/** Whether the set-up's file (runner/sandbox.ts setupScript) says it failed: not empty. */
+/** Whether the set-up's file (runner/sandbox.ts setupScript) says it failed: the regular file it is, not empty. */
 function saidFailed(file: string): boolean {
   try {
-    return lstatSync(file).size > 0;
+    const st = lstatSync(file);
+    return st.isFile() && st.size > 0;
   } catch {
     return false;
   }
