@@ -63,6 +63,8 @@ import {
   hiddenInView,
   sandboxSupport,
   sandboxed,
+  setupFailedFile,
+  setupSaidFailed,
   type SandboxPlan,
 } from "./sandbox.js";
 import {
@@ -553,7 +555,7 @@ async function runIn(
       read,
       exec: copy ? [copy] : [],
       // The set-up, run as the user, says there whether it failed (runner/sandbox.ts setupScript).
-      write: [run.resultFile, ...(sandbox.state === "on" && !standby ? [path.join(run.dir, "fstab.failed")] : [])],
+      write: [run.resultFile, ...(sandbox.state === "on" && !standby ? [setupFailedFile(run.dir)] : [])],
     });
     if ("error" in opened)
       return notStarted(`${hook.hookPath}: run-as=${user.name}: ${opened.error}`, RUN_AS, truncated);
@@ -918,22 +920,12 @@ function interpreterOf(file: string, command: string): NodeJS.ErrnoException | n
   }
 }
 
-/** Whether the set-up's file (runner/sandbox.ts setupScript) says it failed: the regular file it is, not empty. */
-function saidFailed(file: string): boolean {
-  try {
-    const st = lstatSync(file);
-    return st.isFile() && st.size > 0;
-  } catch {
-    return false;
-  }
-}
-
 /** The line the sandbox's set-up left when it could not build the gate's view, or null when it did. */
 function sandboxSetupFailure(result: RunResult, runDir: string, execed: boolean | null): string | null {
   if (result.exitCode !== SANDBOX_SETUP_FAILED) return null;
   // Said where the gate cannot say it: a standby's `started` on its fd 3 (the gate ran), or the set-up's file beside
   // the fstab (runner/sandbox.ts setupScript). The mark on stderr alone is any gate's to print.
-  if (execed === true || (execed === null && !saidFailed(path.join(runDir, "fstab.failed")))) return null;
+  if (execed === true || (execed === null && !setupSaidFailed(runDir))) return null;
   const line = result.stderr.split("\n").find((l) => l.startsWith(SANDBOX_SETUP_MARK));
   if (!line) return null;
   const first = result.stderr.split("\n").find((l) => l.trim() !== "") ?? line;

@@ -265,7 +265,33 @@ export function writeView(plan: SandboxPlan, view: View): void {
   writeFileSync(fstab, view.fstab, { mode: 0o600, flag: "wx" });
   writeFileSync(`${fstab}.ro`, view.readOnly, { mode: 0o600, flag: "wx" });
   // Empty until the set-up fails (setupScript): read-only in the view, so the gate cannot write it.
-  writeFileSync(`${fstab}.failed`, "", { mode: 0o600, flag: "wx" });
+  writeFileSync(setupFailedFile(plan.runDir), "", { mode: 0o600, flag: "wx" });
+}
+
+/** Where the set-up of a run's view says it failed (setupScript): `fstab.failed`, beside the fstab in the run's folder. */
+export function setupFailedFile(runDir: string): string {
+  return path.join(runDir, "fstab.failed");
+}
+
+/** Whether the set-up said it failed: the regular file it writes (setupFailedFile), not empty. */
+export function setupSaidFailed(runDir: string): boolean {
+  try {
+    const st = lstatSync(setupFailedFile(runDir));
+    return st.isFile() && st.size > 0;
+  } catch {
+    return false;
+  }
+}
+
+/** Empties what an earlier set-up in `runDir` said (a standby's, before its folder serves a run's own chain). */
+export function clearSetupFailure(runDir: string): void {
+  closeSync(
+    openSync(
+      setupFailedFile(runDir),
+      fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW,
+      0o600,
+    ),
+  );
 }
 
 /** The command that starts `command args` in the sandbox of `plan`, its view written already (writeView). */

@@ -50,6 +50,7 @@ import { startProcess, type HookProcess } from "./process.js";
 import { makeRunDir, newResultFile, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
   canEnterHeld,
+  clearSetupFailure,
   chainOf,
   heldChainOf,
   heldViewClean,
@@ -254,13 +255,7 @@ export function release(standby: Standby, script: string): boolean {
  * set-up says there again whether it failed: the file is emptied of what the standby's own set-up said.
  */
 export function usualStart(standby: Standby): { command: string; args: string[] } {
-  closeSync(
-    openSync(
-      path.join(standby.run.dir, "fstab.failed"),
-      fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW,
-      0o600,
-    ),
-  );
+  clearSetupFailure(standby.run.dir);
   return chainOf(standby.command, standby.args, standby.plan);
 }
 
