@@ -5,10 +5,10 @@
  * started at the event or from a standby: the gate that runs is the one that was trusted.
  */
 import { chmod, mkdir, writeFile } from "node:fs/promises";
-import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { completeTasks, readLogs, runBin, useLeaderRig, waitUntil, type LeaderProcess } from "../helpers/leader-rig.js";
+import { completeTasks, readLogs, runBin, useLeaderRig, saidLines } from "../helpers/leader-rig.js";
+import { aStandby } from "../helpers/standbys.js";
 import { makeTask, testTempDir } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -35,32 +35,6 @@ async function plantBash(dir: string): Promise<void> {
   }
 }
 
-function said(stdout: string): Map<string, string> {
-  return new Map(
-    stdout
-      .split("\n")
-      .filter((l) => l.includes("="))
-      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-  );
-}
-
-/** The pid of a standby the leader has waiting (its child `sh -c WAIT pi-teams-standby …`), once there is one. */
-function aStandbyPid(leader: LeaderProcess): Promise<number> {
-  return waitUntil("a standby of the leader's", () => {
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-        if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) !== leader.pid) continue;
-        if (readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0")[3] === "pi-teams-standby") return Number(name);
-      } catch {
-        // gone meanwhile
-      }
-    }
-    return false;
-  });
-}
-
 describe.concurrent("a gate's PATH", () => {
   it.for([
     ["sandboxed", ""],
@@ -84,7 +58,7 @@ describe.concurrent("a gate's PATH", () => {
       };
       expect(record.result.stdout).not.toContain("planted bash ran");
       expect(record.result).toMatchObject({ outcome: "failed", sandbox: line === "" ? "on" : "off" });
-      expect(said(record.result.stdout).get("path")).toBe(ABSOLUTE_PATH);
+      expect(saidLines(record.result.stdout).get("path")).toBe(ABSOLUTE_PATH);
     },
   );
 
@@ -103,15 +77,15 @@ describe.concurrent("a gate's PATH", () => {
       await completeTasks(team, [id]);
       await leader.waitForEvents(n + 1);
     }
-    const standby = await aStandbyPid(leader);
+    const [standby] = await aStandby(leader);
     await completeTasks(team, ["3"]);
     await leader.waitForEvents(3);
 
     const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     for (const run of runs) expect(run.result.stdout).not.toContain("planted bash ran");
     expect(runs.map((r) => r.result.outcome)).toEqual(["failed", "failed", "failed"]);
-    const third = said(runs[2]?.result.stdout ?? "");
-    expect(third.get("pid")).toBe(String(standby));
-    for (const run of runs) expect(said(run.result.stdout).get("path")).toBe(ABSOLUTE_PATH);
+    const third = saidLines(runs[2]?.result.stdout ?? "");
+    expect(third.get("pid")).toBe(String(standby?.pid));
+    for (const run of runs) expect(saidLines(run.result.stdout).get("path")).toBe(ABSOLUTE_PATH);
   });
 });

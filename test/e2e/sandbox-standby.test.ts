@@ -8,50 +8,25 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, it, type TestContext } from "vitest";
-import { completeTasks, readLogs, useLeaderRig, waitUntil, type LeaderProcess } from "../helpers/leader-rig.js";
+import {
+  completeTasks,
+  readLogs,
+  useLeaderRig,
+  waitUntil,
+  type LeaderProcess,
+  saidLines,
+} from "../helpers/leader-rig.js";
+import { standbysOf, aStandby } from "../helpers/standbys.js";
 import { makeTask } from "../helpers/temp-team.js";
 import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 
 const outerRig = useLeaderRig();
 
-/** The standbys a leader has waiting: its children whose command line is a standby's, with their run folder. */
 /**
  * A process as `pid start-time` (/proc/<pid>/stat's 22nd field): pids come round again quickly under a
  * whole suite (pid_max 32768 here), a pid and its start time do not.
  */
 const PROCESS_ID_SH = `$$ $(cut -d')' -f2- /proc/$$/stat | cut -d' ' -f21)`;
-
-function processId(pid: number): string {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return `${pid} ${stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]}`;
-}
-
-function standbysOf(leader: LeaderProcess): Array<{ pid: number; id: string; runDir: string }> {
-  const found: Array<{ pid: number; id: string; runDir: string }> = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid !== leader.pid) continue;
-      const argv = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
-      // The `sh` that waits (`sh -c WAIT pi-teams-standby <env file> ...`), not the chain's one before it.
-      if (argv[0] === "/bin/sh" && argv[3] === "pi-teams-standby")
-        found.push({ pid: Number(name), id: processId(Number(name)), runDir: path.dirname(argv[4] ?? "") });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
-/** The leader's standbys, once it has one (waited for). */
-function aStandby(leader: LeaderProcess): Promise<Array<{ pid: number; id: string; runDir: string }>> {
-  return waitUntil("a standby of the leader's", () => {
-    const found = standbysOf(leader);
-    return found.length > 0 ? found : false;
-  });
-}
 
 /** A folder of links to every command of the system's folders but `name`: a PATH that lacks it. */
 async function binWithout(name: string, context: { onTestFinished(fn: () => unknown): void }): Promise<string> {
@@ -64,15 +39,6 @@ async function binWithout(name: string, context: { onTestFinished(fn: () => unkn
     }
   }
   return bin;
-}
-
-function said(stdout: string): Map<string, string> {
-  return new Map(
-    stdout
-      .split("\n")
-      .filter((l) => l.includes("="))
-      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-  );
 }
 
 const GATE = [
@@ -310,7 +276,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
 
     const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed"]);
-    const [first, , second] = runs.map((r) => said(r.result.stdout));
+    const [first, , second] = runs.map((r) => saidLines(r.result.stdout));
     if (!first || !second || !waiting) throw new Error("two runs and a standby expected");
     expect(second.get("pid")).toBe(String(waiting.pid));
     expect(first.get("pid")).not.toBe(String(waiting.pid));
@@ -393,7 +359,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     }
     const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     expect(runs.map((r) => r.result.outcome)).toEqual(ids.map(() => "passed"));
-    const told = runs.map((r) => said(r.result.stdout));
+    const told = runs.map((r) => saidLines(r.result.stdout));
     expect(told.slice(1).map((run) => run.get("pid"))).toEqual(pids);
     const view = told.map((run) => run.get("view"));
     // The first standby's view serves the second, third and fourth runs (each left it clean); the fifth has a new
@@ -476,7 +442,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     expect(runs.map((r) => r.result.outcome)).toEqual(["failed", "failed", "failed"]);
     // The third ran in the second's view, at the same path: a new file there, not the one kept open.
-    const [, second, third] = runs.map((r) => said(r.result.stdout).get("view"));
+    const [, second, third] = runs.map((r) => saidLines(r.result.stdout).get("view"));
     expect(third).toBe(second);
     expect(readFileSync(path.join(cwd, "result-path-3"), "utf8")).toBe(
       readFileSync(path.join(cwd, "result-path-2"), "utf8"),
@@ -597,7 +563,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       );
       // The hider was there, with a pid a few steps of the turn before the third gate's (its standby's).
       const hider = Number(readFileSync(path.join(cwd, "pid-of-turn-hider"), "utf8"));
-      const gatePid = Number(said(runs[2]?.result.stdout ?? "").get("gate"));
+      const gatePid = Number(saidLines(runs[2]?.result.stdout ?? "").get("gate"));
       const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8"));
       expect((gatePid - hider + pidMax - 300) % (pidMax - 300)).toBeGreaterThan(50);
       expect((gatePid - hider + pidMax - 300) % (pidMax - 300)).toBeLessThan(200);
@@ -656,7 +622,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed"]);
     // Each run in a view of its own: none was kept, since none could be entered safely.
-    expect(new Set(runs.map((r) => said(r.result.stdout).get("view"))).size).toBe(3);
+    expect(new Set(runs.map((r) => saidLines(r.result.stdout).get("view"))).size).toBe(3);
     expect(existsSync(ran)).toBe(false);
     await leader.stop();
   });

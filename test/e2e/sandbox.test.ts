@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { readLogs, runBin, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import { readLogs, runBin, useLeaderRig, waitUntil, saidLines } from "../helpers/leader-rig.js";
 import { makeTask, testTempDir } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -41,15 +41,6 @@ const ATTEMPTS = (stateHome: string) =>
     `echo "runs-seen=$(ls -A "$(dirname "$(dirname "$PI_TEAMS_HOOK_RESULT_FILE")")" | wc -l)"`,
   ].join("\n");
 
-function lines(stdout: string): Map<string, string> {
-  return new Map(
-    stdout
-      .split("\n")
-      .filter((l) => l.includes("="))
-      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
-  );
-}
-
 describe.concurrent("a sandboxed gate", () => {
   it("writes only its working directory and a private /tmp, sees only the variables it declares, and cannot get out", async (context) => {
     const { expect } = context;
@@ -75,7 +66,7 @@ describe.concurrent("a sandboxed gate", () => {
     expect(out.code, out.stderr).toBe(0);
     const record = JSON.parse(out.stdout) as { result: { stdout: string; sandbox?: string; outcome: string } };
     expect(record.result).toMatchObject({ outcome: "passed", sandbox: "on" });
-    const seen = lines(record.result.stdout);
+    const seen = saidLines(record.result.stdout);
     expect(Object.fromEntries(seen)).toMatchObject({
       "hook-state": "refused",
       "hook-logs": "refused",

@@ -284,6 +284,16 @@ export async function ensureBuilt(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // One command of the built binary
 
+/** What a gate said as `name=value` lines on its output, by name (a line without `=` is left out). */
+export function saidLines(stdout: string): Map<string, string> {
+  return new Map(
+    stdout
+      .split("\n")
+      .filter((l) => l.includes("="))
+      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+  );
+}
+
 /**
  * Runs `pi-teams-hooks <args>` to its end, with the test's environment minus every PI_TEAMS_* variable
  * (plus `env`; a variable given as undefined is removed), and returns its exit code and output. Never
