@@ -385,7 +385,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       if (n > 0) expect(run.get("run-files")).toBe(told[1]?.get("run-files"));
     }
     expect(told[1]?.get("run-files")).toMatch(
-      /^context\.json env\.sh fstab fstab\.failed fstab\.ro on_task_completed\.sh out root $/,
+      /^context\.json env\.sh fstab fstab\.failed fstab\.ro fstab\.rw on_task_completed\.sh out root $/,
     );
     expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
     // The fourth's process was ended with its run, not left to write.
@@ -576,9 +576,14 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     },
   );
 
-  it.for(["unshare", "mount", "setpriv"])(
+  it.for([
+    ["unshare", "util-linux's"],
+    ["mount", "util-linux's"],
+    ["setpriv", "util-linux's"],
+    ["stat", "coreutils'"],
+  ] as const)(
     "never looks for %s from the gate's working directory: a leader whose PATH has none but ends with ':' says its gates are not sandboxed, and a file of that name there never runs",
-    async (tool, context) => {
+    async ([tool, source], context) => {
       const { expect } = context;
       const rig = outerRig.scoped(context);
       const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
@@ -592,7 +597,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       const [log] = await readLogs(team.teamDir);
       expect(log?.result).toMatchObject({ outcome: "passed", sandbox: "unavailable" });
       await leader.stop();
-      expect(leader.stderr).toContain(`gates are NOT sandboxed on this machine: util-linux's ${tool} is not installed`);
+      expect(leader.stderr).toContain(`gates are NOT sandboxed on this machine: ${source} ${tool} is not installed`);
       expect(existsSync(ran)).toBe(false);
     },
   );

@@ -107,7 +107,7 @@ describe.concurrent("a sandboxed gate", () => {
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
     // What a machine that allows only some tools gives: a folder of links, made in the temp dir.
     const bin = await testTempDir(context, "sandbox-path-");
-    for (const tool of ["bash", "sh", "env", "cat", "node", "unshare", "mount", "setpriv"]) {
+    for (const tool of ["bash", "sh", "env", "cat", "node", "unshare", "mount", "setpriv", "stat"]) {
       const found = ["/usr/bin", "/bin", "/usr/sbin", "/sbin", path.dirname(process.execPath)]
         .map((d) => path.join(d, tool))
         .find(existsSync);

@@ -4,11 +4,12 @@
  * no other folder's processes.
  */
 import { spawn } from "node:child_process";
-import { readdirSync, readlinkSync, realpathSync, symlinkSync } from "node:fs";
+import { readdirSync, readlinkSync, realpathSync, statSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { makeRunDir, removeRunDir, runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 import { endRun, sandboxed, sandboxSupport } from "../../extensions/teams-hooks/runner/sandbox.js";
+import { fileId } from "../../extensions/teams-hooks/runner/writable-path.js";
 import { waitUntil } from "../helpers/leader-rig.js";
 import { testTempDir } from "../helpers/temp-team.js";
 
@@ -42,6 +43,7 @@ describe("a run's end", () => {
         runDir: other.dir,
         cwd,
         writable: [cwd],
+        bound: [{ path: cwd, id: fileId(statSync(cwd, { bigint: true })) }],
         visible: [],
         protect: [],
         hide: [path.dirname(runsRoot())],

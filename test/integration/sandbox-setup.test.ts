@@ -2,9 +2,21 @@
  * A sandbox whose view cannot be built says so where the gate cannot: its set-up writes the reason into
  * `<run folder>/fstab.failed` (made empty by the leader, read-only inside the view) besides its line on stderr,
  * and exits 125 before the gate starts. A view that was built leaves the file empty, whatever the gate prints.
+ * A writable path is checked in the view as built to be the folder the leader resolved: `mount` resolves it
+ * again, and the agents' folder swapped for a link meanwhile would have the leader's folder bound writable.
  */
 import { spawnSync } from "node:child_process";
-import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { makeRunDir, removeRunDir, runsRoot, type RunDir } from "../../extensions/teams-hooks/runner/run-dir.js";
@@ -14,9 +26,10 @@ import {
   sandboxed,
   type SandboxPlan,
 } from "../../extensions/teams-hooks/runner/sandbox.js";
+import { fileId } from "../../extensions/teams-hooks/runner/writable-path.js";
 import { fileTempDir } from "../helpers/temp-team.js";
 
-const work = fileTempDir("sandbox-setup-");
+const work = realpathSync(fileTempDir("sandbox-setup-"));
 const runs: RunDir[] = [];
 afterAll(() => {
   for (const run of runs) removeRunDir(run.dir);
@@ -27,6 +40,7 @@ function planIn(run: RunDir): SandboxPlan {
     runDir: run.dir,
     cwd: work,
     writable: [work],
+    bound: [{ path: work, id: fileId(statSync(work, { bigint: true })) }],
     visible: [work, path.dirname(path.dirname(process.execPath))],
     protect: [],
     hide: [path.dirname(runsRoot())],
@@ -74,5 +88,47 @@ describe("the sandbox's set-up", () => {
     expect(ran.stderr).toContain("refused");
     expect(ran.stderr).toContain(SANDBOX_SETUP_MARK);
     expect(readFileSync(failed, "utf8")).toBe("");
+  });
+
+  it("refuses a view whose writable folder was swapped for a link after the leader resolved it, before the gate", () => {
+    const run = makeRunDir("setup-test");
+    runs.push(run);
+    // The agents' folder, as the leader resolved it, and a folder of the leader's own beside it.
+    const agents = path.join(work, "agents-project");
+    const leaders = path.join(work, "leader-state");
+    mkdirSync(agents);
+    mkdirSync(leaders);
+    writeFileSync(path.join(leaders, "ledger"), "the leader's\n");
+    const plan: SandboxPlan = {
+      ...planIn(run),
+      cwd: agents,
+      writable: [agents],
+      bound: [{ path: agents, id: fileId(statSync(agents, { bigint: true })) }],
+    };
+    const chain = sandboxed("bash", ["-c", "echo forged > ledger && echo the gate wrote"], plan);
+    // Between the plan and the mount: the folder moved away, a relative link to the leader's in its place
+    // (resolved inside the view, it leads to the leader's folder, bound writable there).
+    renameSync(agents, `${agents}.moved`);
+    symlinkSync("leader-state", agents);
+    const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work });
+    expect(ran.stdout).not.toContain("the gate wrote");
+    expect(readFileSync(path.join(leaders, "ledger"), "utf8")).toBe("the leader's\n");
+    expect(ran.status).toBe(SANDBOX_SETUP_FAILED);
+    expect(readFileSync(path.join(run.dir, "fstab.failed"), "utf8")).toBe(
+      `${agents} is not, in the gate's view, the folder the leader checked: it was replaced while the view was built\n`,
+    );
+  });
+
+  it("fails when the list of writable paths to check cannot be read: no check is skipped in silence", () => {
+    const run = makeRunDir("setup-test");
+    runs.push(run);
+    const chain = sandboxed("bash", ["-c", "echo the gate ran"], planIn(run));
+    rmSync(path.join(run.dir, "fstab.rw"));
+    const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work });
+    expect(ran.stdout).not.toContain("the gate ran");
+    expect(ran.status).toBe(SANDBOX_SETUP_FAILED);
+    expect(readFileSync(path.join(run.dir, "fstab.failed"), "utf8")).toMatch(
+      /^the list of its writable paths could not be read \(.*fstab\.rw\)\n$/,
+    );
   });
 });

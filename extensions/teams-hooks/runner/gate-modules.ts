@@ -100,6 +100,7 @@ const RUN_FILES = new Set([
   "root",
   "fstab",
   "fstab.ro",
+  "fstab.rw",
   "fstab.failed",
   "node_modules",
   "package.json",

@@ -91,7 +91,7 @@ import { GATE_SYNTAX, checkSyntax } from "./syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
 import type { Runtime } from "./runtime.js";
 import { withAbsoluteSearchPath } from "./search-path.js";
-import { isForeign, ownerName, resolveWritable } from "./writable-path.js";
+import { fileId, isForeign, ownerName, resolveWritable } from "./writable-path.js";
 
 export interface RunHookOptions {
   cwd: string;
@@ -384,8 +384,10 @@ function planOf(
       return p; // not there: nothing to bind
     }
   };
-  // Writable paths through no link but the leader's own or root's (resolveWritable).
+  // Writable paths through no link but the leader's own or root's (resolveWritable), each with the file it
+  // reached: what the view must show there once built (SandboxPlan.bound).
   const uid = process.getuid?.() ?? 0;
+  const bound: { path: string; id: string }[] = [];
   const writable = (p: string, what: string): string => {
     let found: ReturnType<typeof resolveWritable>;
     try {
@@ -399,6 +401,10 @@ function planOf(
       throw new SandboxRefusal(
         `${hook.hookPath}: ${what} goes through ${found.link}, a symbolic link owned by ${ownerName(found.owner)}, not by the leader's user (uid ${uid}) or root: the gate did not run, since the sandbox would bind the link's target writable (make it a folder, or a link of the leader's own)`,
       );
+    // (The set-up reads the paths a line each; a leader's own path never holds a line break.)
+    if (found.path.includes("\n"))
+      throw new SandboxRefusal(`${hook.hookPath}: ${what} holds a line break: the gate did not run`);
+    bound.push({ path: found.path, id: fileId(found) });
     return found.path;
   };
   const cwd = writable(opts.cwd, `its working directory ${opts.cwd}`);
@@ -406,6 +412,7 @@ function planOf(
     runDir: run.dir,
     cwd,
     writable: [cwd, ...(opts.sandbox?.write ?? []).map((p) => writable(p, `sandbox-write=${p}`))],
+    bound,
     visible: [
       invocation.teamDir,
       path.dirname(hook.hookPath),
@@ -549,7 +556,9 @@ async function runIn(
     const read = [
       run.contextFile,
       ...(claude ? [run.stdinFile] : []),
-      ...(sandbox.state === "on" ? [path.join(run.dir, "fstab"), path.join(run.dir, "fstab.ro")] : []),
+      ...(sandbox.state === "on"
+        ? [path.join(run.dir, "fstab"), path.join(run.dir, "fstab.ro"), path.join(run.dir, "fstab.rw")]
+        : []),
     ];
     const opened = openRunDirTo(run.dir, runsRoot(opts.baseEnv ?? process.env), user, {
       read,

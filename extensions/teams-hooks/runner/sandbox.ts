@@ -3,7 +3,9 @@
  * (docs/security.md, "Gates run sandboxed"). One run's launch, outermost first:
  *
  *   unshare --user --map-root-user --mount             a user and a mount namespace of the run
- *     sh -c SETUP                                       mount -a -T <run dir>/fstab: the view below
+ *     sh -c SETUP                                       mount -a -T <run dir>/fstab: the view below, then
+ *                                                       checked as built (the protected paths read-only,
+ *                                                       each writable path the file the leader resolved)
  *       unshare --user --map-user=<uid> --mount         a second user and mount namespace, chrooted into
  *               --root=<run dir>/root --wd=<cwd>        the view (no capability left over the mounts)
  *         setpriv --no-new-privs [--bounding-set=-all]  the bounding set emptied for a gate run as root
@@ -62,7 +64,7 @@ export function sandboxSupport(): SandboxSupport {
   if (probed) return probed;
   const { chain, missing } = toolPaths();
   if (!chain) {
-    probed = { ok: false, reason: `util-linux's ${missing} is not installed` };
+    probed = { ok: false, reason: `${missing} is not installed` };
     return probed;
   }
   const probe = spawnSync(chain.unshare, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
@@ -119,6 +121,13 @@ export interface SandboxPlan {
   /** Writable inside: the working directory first, then the gate's `sandbox-write=` paths. */
   writable: readonly string[];
   /**
+   * What each writable path that is there must show in the view once built: the file the leader resolved it
+   * to, by device and inode (`dev:ino`, as stat(1) prints them). `mount` resolves a path again when it binds
+   * it: a folder of the agents' swapped for a link meanwhile would have the leader's own folder bound
+   * writable there, and the set-up refuses the view (setupScript).
+   */
+  bound: readonly { path: string; id: string }[];
+  /**
    * Shown read-only where the private `/tmp` or `/dev/shm` would hide them: what the gate needs to
    * see (its run folder, the team dir, the gate's folder, the leader's package and Node).
    */
@@ -154,8 +163,8 @@ function noPrivileges(root: boolean): string[] {
 }
 
 /** The set-up script, with util-linux's tools at the paths found for them (toolPaths). */
-function setupScript(tools: { unshare: string; setpriv: string; mount: string }): string {
-  const [unshare, setpriv, mount] = [tools.unshare, tools.setpriv, tools.mount].map(shellQuote);
+function setupScript(tools: { unshare: string; setpriv: string; mount: string; stat: string }): string {
+  const [unshare, setpriv, mount, stat] = [tools.unshare, tools.setpriv, tools.mount, tools.stat].map(shellQuote);
   return [
     // A failure is said on stderr, and in `<fstab>.failed` (made empty beside the fstab: writeView), in the run's
     // folder, read-only in the view: the gate, whose stderr is the same, cannot write it. Only that file says the
@@ -167,6 +176,10 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string })
     // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
     // view was made (mount follows links) would show a protected folder writable.
     `while IFS= read -r p; do [ -w "$2$p" ] && failed "$p would be writable in the gate's view"; done < "$f.ro"`,
+    // What is bound writable is checked too, by device and inode (SandboxPlan.bound; two lines each, the id and
+    // the path): mount resolved each path again, and a folder swapped for a link meanwhile shows another file. A
+    // list that cannot be read fails the set-up: no check is skipped in silence.
+    `while IFS= read -r i && IFS= read -r p; do [ "$(${stat} -c %d:%i -- "$2$p" 2>/dev/null)" = "$i" ] || failed "$p is not, in the gate's view, the folder the leader checked: it was replaced while the view was built"; done < "$f.rw" || failed "the list of its writable paths could not be read ($f.rw)"`,
     `r=$2 w=$3 u=$4 g=$5; shift 5`,
     // In the outer namespace the ids are 0:0, so --map-root-user gives the maps of --map-user=0 --map-group=0
     // without a look-up of "0" as a user and a group name first.
@@ -179,8 +192,8 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string })
 
 interface Tools {
   /** The chain's tools; null when PATH has none (the sandbox is then unavailable: sandboxSupport). */
-  chain: { unshare: string; setpriv: string; mount: string; setup: string } | null;
-  /** The first of the chain's tools that PATH has not, for the message. */
+  chain: { unshare: string; setpriv: string; mount: string; stat: string; setup: string } | null;
+  /** The first of the chain's tools that PATH has not, with its package, for the message: `util-linux's mount`. */
   missing: string | null;
   /** `nsenter` and `setpriv` for entering a held view; null when PATH lacks one (no view is kept). */
   held: { nsenter: string; setpriv: string } | null;
@@ -213,10 +226,15 @@ function toolPaths(): Tools {
     }
     return null;
   };
-  const [unshare, mount, setpriv, nsenter] = ["unshare", "mount", "setpriv", "nsenter"].map(find);
-  const names = { unshare, mount, setpriv };
+  const [unshare, mount, setpriv, nsenter, stat] = ["unshare", "mount", "setpriv", "nsenter", "stat"].map(find);
+  const names = {
+    "util-linux's unshare": unshare,
+    "util-linux's mount": mount,
+    "util-linux's setpriv": setpriv,
+    "coreutils' stat": stat,
+  };
   const missing = Object.entries(names).find(([, file]) => file === null)?.[0] ?? null;
-  const chain = unshare && mount && setpriv ? { unshare, mount, setpriv } : null;
+  const chain = unshare && mount && setpriv && stat ? { unshare, mount, setpriv, stat } : null;
   tools = {
     chain: chain ? { ...chain, setup: setupScript(chain) } : null,
     missing,
@@ -243,10 +261,14 @@ export function sandboxed(
   return chainOf(command, args, plan);
 }
 
-/** The text of a run's view: its fstab and the list of protected paths checked read-only once it is built. */
+/**
+ * The text of a run's view: its fstab, the list of protected paths checked read-only once it is built, and the
+ * writable paths checked to be the files the leader resolved (their id, then their path, a line each).
+ */
 export interface View {
   fstab: string;
   readOnly: string;
+  bound: string;
 }
 
 /** The view `plan` builds as the machine is now (its mounts read from /proc/self/mountinfo). */
@@ -256,6 +278,7 @@ export function viewOf(plan: SandboxPlan): View {
     readOnly: protectedInView(plan)
       .map((p) => `${p}\n`)
       .join(""),
+    bound: plan.bound.map((b) => `${b.id}\n${b.path}\n`).join(""),
   };
 }
 
@@ -264,6 +287,7 @@ export function writeView(plan: SandboxPlan, view: View): void {
   const fstab = path.join(plan.runDir, "fstab");
   writeFileSync(fstab, view.fstab, { mode: 0o600, flag: "wx" });
   writeFileSync(`${fstab}.ro`, view.readOnly, { mode: 0o600, flag: "wx" });
+  writeFileSync(`${fstab}.rw`, view.bound, { mode: 0o600, flag: "wx" });
   // Empty until the set-up fails (setupScript): read-only in the view, so the gate cannot write it.
   writeFileSync(setupFailedFile(plan.runDir), "", { mode: 0o600, flag: "wx" });
 }
@@ -306,7 +330,7 @@ export function chainOf(
   const gid = plan.user?.gid ?? process.getgid?.() ?? 0;
   const tools = toolPaths().chain;
   // Started only where sandboxSupport found the tools.
-  if (!tools) throw new Error(`util-linux's ${toolPaths().missing} is not installed`);
+  if (!tools) throw new Error(`${toolPaths().missing} is not installed`);
   const { unshare, setup } = tools;
   return {
     command: unshare,

@@ -398,7 +398,12 @@ function stillFits(built: { view: View; pins: string }, planNow: () => SandboxPl
   try {
     const plan = planNow();
     const view = viewOf(plan);
-    return view.fstab === built.view.fstab && view.readOnly === built.view.readOnly && pinsOf(plan) === built.pins;
+    return (
+      view.fstab === built.view.fstab &&
+      view.readOnly === built.view.readOnly &&
+      view.bound === built.view.bound &&
+      pinsOf(plan) === built.pins
+    );
   } catch {
     return false;
   }
@@ -411,7 +416,7 @@ function dropView(run: RunDir, held: HeldView | null): void {
 }
 
 /** What a run's folder keeps between the runs of a held view: the view's own files and the result folder. */
-const KEPT = new Set(["root", "fstab", "fstab.ro", "fstab.failed", "out"]);
+const KEPT = new Set(["root", "fstab", "fstab.ro", "fstab.rw", "fstab.failed", "out"]);
 
 /**
  * Keeps the view of a standby whose run has ended for the next standby of its gate, when nothing of the

@@ -33,6 +33,11 @@ export interface ResolvedPath {
   ino: bigint;
 }
 
+/** A file's identity as the sandbox's set-up compares it (stat(1)'s `%d:%i`): its device and inode, in decimal. */
+export function fileId(file: { dev: bigint; ino: bigint }): string {
+  return `${file.dev}:${file.ino}`;
+}
+
 /** A link on the way owned by someone else: the link's path (as reached) and its owner's uid. */
 export interface ForeignLink {
   link: string;
