@@ -351,6 +351,43 @@ describe.concurrent("a sandboxed gate", () => {
     },
   );
 
+  // A path that is not there when the run is planned would be resolved only by mount, a link the agents made there
+  // meanwhile followed: the run does not start, and says why.
+  it("a sandbox-write= path that is not there stops the run before the gate, and says so", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    const work = await testTempDir(context, "sandbox-not-there-");
+    const out = path.join(work, "reports");
+    const gate = await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [`# pi-teams-hooks: sandbox-write=${out}`, `echo ran > ${q(path.join(work, "ran"))}`].join("\n"),
+    );
+    const run = await runBin([
+      "run",
+      "task_completed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "1",
+      "--cwd",
+      work,
+      "--json",
+    ]);
+    const result = JSON.parse(run.stdout).result as {
+      ran: boolean;
+      outcome: string;
+      errorCode?: string;
+      error?: string;
+    };
+    expect(result).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
+    expect(result.error).toBe(
+      `${gate}: sandbox-write=${out}: no such file or folder; the gate did not run (make it, or change the gate's settings line)`,
+    );
+    expect(existsSync(path.join(work, "ran"))).toBe(false);
+  });
+
   it("a writable path through a link of the leader's own (or root's) is followed, as under one user", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);

@@ -2,8 +2,9 @@
  * A sandbox whose view cannot be built says so where the gate cannot: its set-up writes the reason into
  * `<run folder>/fstab.failed` (made empty by the leader, read-only inside the view) besides its line on stderr,
  * and exits 125 before the gate starts. A view that was built leaves the file empty, whatever the gate prints.
- * A writable path is checked in the view as built to be the folder the leader resolved: `mount` resolves it
- * again, and the agents' folder swapped for a link meanwhile would have the leader's folder bound writable.
+ * A writable path is bound from a descriptor the set-up opened and checked to be the folder the leader resolved:
+ * `mount` would resolve the path again, and the agents' folder swapped for a link meanwhile would have the
+ * leader's folder bound writable.
  */
 import { spawnSync } from "node:child_process";
 import {
@@ -115,7 +116,7 @@ describe("the sandbox's set-up", () => {
     expect(readFileSync(path.join(leaders, "ledger"), "utf8")).toBe("the leader's\n");
     expect(ran.status).toBe(SANDBOX_SETUP_FAILED);
     expect(readFileSync(path.join(run.dir, "fstab.failed"), "utf8")).toBe(
-      `${agents} is not, in the gate's view, the folder the leader checked: it was replaced while the view was built\n`,
+      `${agents} is not the folder the leader checked: it was replaced while the view was built\n`,
     );
   });
 
@@ -130,5 +131,17 @@ describe("the sandbox's set-up", () => {
     expect(readFileSync(path.join(run.dir, "fstab.failed"), "utf8")).toMatch(
       /^the list of its writable paths could not be read \(.*fstab\.rw\)\n$/,
     );
+  });
+
+  it("leaves the gate none of the descriptors it bound writable paths from, its working directory writable", () => {
+    const run = makeRunDir("setup-test");
+    runs.push(run);
+    const gate = `for n in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$n ] && echo "descriptor $n open"; done; echo ok > written`;
+    const chain = sandboxed("bash", ["-c", gate], planIn(run));
+    const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work });
+    expect(ran.stderr).toBe("");
+    expect(ran.stdout).toBe("");
+    expect(ran.status).toBe(0);
+    expect(readFileSync(path.join(work, "written"), "utf8")).toBe("ok\n");
   });
 });

@@ -58,6 +58,7 @@ import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
 import {
   SANDBOX_SETUP_FAILED,
+  MAX_BOUND,
   SANDBOX_SETUP_MARK,
   endRun,
   hiddenInView,
@@ -396,7 +397,11 @@ function planOf(
       // A loop of links (or one swapped again and again while it was looked at).
       throw new SandboxRefusal(`${hook.hookPath}: ${what}: ${describeError(error)}: the gate did not run`);
     }
-    if (found === null) return p; // not there: nothing to bind
+    // Not there (or not to be reached): nothing the set-up could bind, and the run would have it writable otherwise.
+    if (found === null)
+      throw new SandboxRefusal(
+        `${hook.hookPath}: ${what} is not there, or the leader cannot reach it: make it before the gate runs; the gate did not run`,
+      );
     if (isForeign(found))
       throw new SandboxRefusal(
         `${hook.hookPath}: ${what} goes through ${found.link}, a symbolic link owned by ${ownerName(found.owner)}, not by the leader's user (uid ${uid}) or root: the gate did not run, since the sandbox would bind the link's target writable (make it a folder, or a link of the leader's own)`,
@@ -404,14 +409,19 @@ function planOf(
     // (The set-up reads the paths a line each; a leader's own path never holds a line break.)
     if (found.path.includes("\n"))
       throw new SandboxRefusal(`${hook.hookPath}: ${what} holds a line break: the gate did not run`);
-    bound.push({ path: found.path, id: fileId(found) });
+    if (!bound.some((b) => b.path === found.path)) bound.push({ path: found.path, id: fileId(found) });
     return found.path;
   };
   const cwd = writable(opts.cwd, `its working directory ${opts.cwd}`);
+  const write = (opts.sandbox?.write ?? []).map((p) => writable(p, `sandbox-write=${p}`));
+  if (bound.length > MAX_BOUND)
+    throw new SandboxRefusal(
+      `${hook.hookPath}: its working directory and sandbox-write= paths are ${bound.length} folders to bind writable, more than the sandbox's ${MAX_BOUND}: the gate did not run`,
+    );
   return {
     runDir: run.dir,
     cwd,
-    writable: [cwd, ...(opts.sandbox?.write ?? []).map((p) => writable(p, `sandbox-write=${p}`))],
+    writable: [cwd, ...write],
     bound,
     visible: [
       invocation.teamDir,

@@ -3,9 +3,9 @@
  * (docs/security.md, "Gates run sandboxed"). One run's launch, outermost first:
  *
  *   unshare --user --map-root-user --mount             a user and a mount namespace of the run
- *     sh -c SETUP                                       mount -a -T <run dir>/fstab: the view below, then
- *                                                       checked as built (the protected paths read-only,
- *                                                       each writable path the file the leader resolved)
+ *     sh -c SETUP                                       mount -c -a -T <run dir>/fstab: the view below, each
+ *                                                       writable path bound from a descriptor checked to
+ *                                                       be the file the leader resolved
  *       unshare --user --map-user=<uid> --mount         a second user and mount namespace, chrooted into
  *               --root=<run dir>/root --wd=<cwd>        the view (no capability left over the mounts)
  *         setpriv --no-new-privs [--bounding-set=-all]  the bounding set emptied for a gate run as root
@@ -122,9 +122,9 @@ export interface SandboxPlan {
   writable: readonly string[];
   /**
    * What each writable path that is there must show in the view once built: the file the leader resolved it
-   * to, by device and inode (`dev:ino`, as stat(1) prints them). `mount` resolves a path again when it binds
-   * it: a folder of the agents' swapped for a link meanwhile would have the leader's own folder bound
-   * writable there, and the set-up refuses the view (setupScript).
+   * to, by device and inode (`dev:ino`, as stat(1) prints them). The set-up binds each from a descriptor it
+   * checked to be that file (setupScript), never by its path, which `mount` would resolve again: a folder of
+   * the agents' swapped for a link meanwhile would have the leader's own folder bound writable there.
    */
   bound: readonly { path: string; id: string }[];
   /**
@@ -162,6 +162,13 @@ function noPrivileges(root: boolean): string[] {
   return root ? ["--no-new-privs", "--bounding-set=-all", "--inh-caps=-all"] : ["--no-new-privs"];
 }
 
+/**
+ * The descriptor the set-up opens the first writable path at (setupScript), and how many it can hold: sh redirects
+ * descriptors up to 9, and a standby's chain has its pipe at 3 (runner/standby.ts).
+ */
+const FIRST_BOUND_FD = 4;
+export const MAX_BOUND = 6;
+
 /** The set-up script, with util-linux's tools at the paths found for them (toolPaths). */
 function setupScript(tools: { unshare: string; setpriv: string; mount: string; stat: string }): string {
   const [unshare, setpriv, mount, stat] = [tools.unshare, tools.setpriv, tools.mount, tools.stat].map(shellQuote);
@@ -171,15 +178,26 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string; s
     // set-up failed.
     `f=$1`,
     `failed() { echo "${SANDBOX_SETUP_MARK} $1" >&2; echo "$1" > "$f.failed"; exit ${SANDBOX_SETUP_FAILED}; }`,
+    // Each writable path is bound from a descriptor (SandboxPlan.bound, two lines each: the id, the path): opened here,
+    // checked to be the file the leader resolved (device and inode), and given to mount as /proc/self/fd/N, which
+    // mount -c passes on as it is. mount would resolve a path again: a folder of the agents' swapped for a link to the
+    // leader's meanwhile would have that bound writable. A link swapped in on the way to where a path is bound only
+    // moves the agents' own folder in the view. (A descriptor is opened in this mount namespace: the kernel binds
+    // none of another's.) A list that cannot be read fails the set-up.
+    `n=${FIRST_BOUND_FD}`,
+    `while IFS= read -r i && IFS= read -r p; do`,
+    `  [ $n -le ${FIRST_BOUND_FD + MAX_BOUND - 1} ] || failed "more than ${MAX_BOUND} writable paths"`,
+    `  eval "command exec $n<\\"\\$p\\"" || failed "$p could not be opened"`,
+    `  [ "$(${stat} -L -c %d:%i /proc/self/fd/$n 2>/dev/null)" = "$i" ] || failed "$p is not the folder the leader checked: it was replaced while the view was built"`,
+    `  n=$((n + 1))`,
+    `done < "$f.rw" || failed "the list of its writable paths could not be read ($f.rw)"`,
     // Every mount or none: a view with one of them missing would be a weaker sandbox than asked, in silence.
-    `${mount} -a -T "$f" || failed "the gate's view could not be built (mount -a -T $f)"`,
+    `${mount} -c -a -T "$f" || failed "the gate's view could not be built (mount -a -T $f)"`,
+    // The gate gets none of them (nor one the leader was given at those numbers).
+    `exec ${Array.from({ length: MAX_BOUND }, (_, k) => `${FIRST_BOUND_FD + k}<&-`).join(" ")}`,
     // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
     // view was made (mount follows links) would show a protected folder writable.
     `while IFS= read -r p; do [ -w "$2$p" ] && failed "$p would be writable in the gate's view"; done < "$f.ro"`,
-    // What is bound writable is checked too, by device and inode (SandboxPlan.bound; two lines each, the id and
-    // the path): mount resolved each path again, and a folder swapped for a link meanwhile shows another file. A
-    // list that cannot be read fails the set-up: no check is skipped in silence.
-    `while IFS= read -r i && IFS= read -r p; do [ "$(${stat} -c %d:%i -- "$2$p" 2>/dev/null)" = "$i" ] || failed "$p is not, in the gate's view, the folder the leader checked: it was replaced while the view was built"; done < "$f.rw" || failed "the list of its writable paths could not be read ($f.rw)"`,
     `r=$2 w=$3 u=$4 g=$5; shift 5`,
     // In the outer namespace the ids are 0:0, so --map-root-user gives the maps of --map-user=0 --map-group=0
     // without a look-up of "0" as a user and a group name first.
@@ -678,7 +696,11 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
   const setpriv = toolPaths().chain?.setpriv;
   const shown = setpriv && hiddenInView(setpriv) ? [...plan.visible, path.dirname(setpriv)] : plan.visible;
   for (const dir of outerFirst(shown)) if (hiddenInView(dir) && existsSync(dir)) bind(dir, "bind,ro");
-  for (const dir of outerFirst(plan.writable)) bind(dir, "bind");
+  // From the descriptor the set-up opened and checked for each (setupScript).
+  for (const dir of outerFirst(plan.bound.map((b) => b.path))) {
+    const n = plan.bound.findIndex((b) => path.resolve(b.path) === dir);
+    lines.push(`/proc/self/fd/${FIRST_BOUND_FD + n} ${inRoot(fstabEscape(dir))} none bind,X-mount.mkdir 0 0`);
+  }
   // Inside a writable path, where the folder is already shown: no folder is made for one that is not there.
   for (const dir of outerFirst(plan.protect)) {
     if (existsSync(dir) && plan.writable.some((w) => dir === w || isUnder(dir, w))) bind(dir, "bind,ro", false);
