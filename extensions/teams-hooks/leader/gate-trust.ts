@@ -11,6 +11,7 @@
  * approved. A record that is gone is written back from the copy; with no copy either, a team whose
  * history shows gates ran before fails closed instead of trusting anew what is there now.
  */
+import { isDeepStrictEqual } from "node:util";
 import { type ChainDiscovery, discoverChain, gateKey, isBindingGate, isHandlerGate } from "../gates/chain.js";
 import {
   type ChainTrust,
@@ -168,7 +169,12 @@ export async function takeTrust(
     }
   }
   if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], ctx.now());
-  if (ctx.trust.record) await writeSeen(teamDir, ctx.trust.record, env);
+  // Written when it changed: a start that finds the record it left writes nothing.
+  const record = ctx.trust.record;
+  if (record) {
+    const seen = readSeen(teamDir, env);
+    if (seen.state !== "ok" || !isDeepStrictEqual(seen.record, record)) await writeSeen(teamDir, record, env);
+  }
 }
 
 /**

@@ -25,7 +25,7 @@ import { tellHeldSettings } from "./context.js";
 import { readApprovedSettings, writeApprovedSettings } from "../team/approved-settings.js";
 import { trustedBy } from "../trust/trust-store.js";
 import { groundProblems } from "../team/ownership.js";
-import { sandboxNotice } from "../runner/sandbox.js";
+import { probeSandbox, sandboxNotice } from "../runner/sandbox.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { discoverChains } from "../gates/chain.js";
 import { terminateAllRuns } from "../runner/run-hook.js";
@@ -79,6 +79,8 @@ export class Leader {
     const began = performance.now();
     const { opts } = ctx;
     const { identity } = opts.setup;
+    // Whether this machine can sandbox a gate, asked of the kernel while the leader loads its state.
+    const probe = opts.setup.settings.sandbox.value === "off" ? null : probeSandbox();
     try {
       // A state, logs or gates folder another user can write, or a link in their place: this leader
       // cannot keep its ground there (a ledger line planted, a log forged), so it does not start.
@@ -98,6 +100,7 @@ export class Leader {
       const chains = await discoverChains(opts.setup.hooksDir, opts.setup.teamHooksDir, opts.setup.settings.handlers);
       opts.report({ kind: "hooks", hooks: chains });
       // How the gates run, said at every start: never silent when they are not sandboxed.
+      await probe;
       const sandbox = sandboxNotice(opts.setup.settings.sandbox);
       if (sandbox.level === "info") opts.report({ kind: "info", message: sandbox.message });
       else ctx.warn(sandbox.message);

@@ -17,7 +17,7 @@
  * listed; a file that could not be read is tried again after `RETRY_PROBLEM_MS`.
  */
 import { statSync } from "node:fs";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { FactsMessage, FactsRead, FactsRequest } from "./facts-worker.js";
 import type { HookLogProblem } from "./hook-log.js";
 import { compareHookLogNames, hookLogFile, listHookLogNames } from "./hook-log.js";
@@ -539,6 +539,8 @@ function readOnThread(
         let worker: Worker;
         try {
           if (closed()) throw new Error("closed");
+          // node:worker_threads loaded only here: a command that starts no reader does without it.
+          const { Worker } = process.getBuiltinModule("node:worker_threads");
           worker = new Worker(new URL("./facts-worker.js", import.meta.url));
         } catch {
           resolve(0);

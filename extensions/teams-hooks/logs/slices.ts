@@ -6,7 +6,8 @@
 
 /** The longest a reading loop holds the event loop between two turns of it. */
 const SLICE_MS = 8;
-let sliceStart = performance.now();
+// Taken at the first call: the `performance` global loads its module when first used (a command's start-up).
+let sliceStart: number | undefined;
 
 /**
  * Gives the event loop a turn when the work since the last one has taken `SLICE_MS` (shared by every
@@ -14,6 +15,7 @@ let sliceStart = performance.now();
  * returns at once. Loops that read files call it once per file.
  */
 export async function yieldIfDue(): Promise<void> {
+  sliceStart ??= performance.now();
   if (performance.now() - sliceStart < SLICE_MS) return;
   await new Promise<void>((resolve) => setImmediate(resolve));
   sliceStart = performance.now();

@@ -21,7 +21,7 @@
  *                         │ └──the policy cannot be written ───────▶ given_up (in flight: tried again)
  *
  * `next` is the one function that moves it: each input's handler switches on the state it comes in,
- * and a move from any other state is an error. TRANSITIONS is `next` tried on every state and input
+ * and a move from any other state is an error. transitions() is `next` tried on every state and input
  * (docs/gate-life.md shows it, and what a worker, a dependent task and the lead see in each state).
  */
 import { TRUST_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
@@ -413,9 +413,12 @@ const INPUTS: ReadonlyArray<{ input: GateInput; on: (from: GatePlace) => string 
   },
 ];
 
-/** Every transition of a completion's gate life (a failure's is the same without the reopen): `next`, tried on every place and input. */
-export const TRANSITIONS: readonly GateTransition[] = Object.freeze(
-  PLACES.flatMap((from) =>
+/**
+ * Every transition of a completion's gate life (a failure's is the same without the reopen): `next`, tried on every
+ * place and input. Made when asked (the tests, the table in docs/gate-life.md), not at every command's start.
+ */
+export function transitions(): readonly GateTransition[] {
+  return PLACES.flatMap((from) =>
     INPUTS.flatMap(({ input, on }) => {
       let move: GateMove;
       try {
@@ -427,8 +430,8 @@ export const TRANSITIONS: readonly GateTransition[] = Object.freeze(
       const cause = move.cause ?? from.cause;
       return [{ from: from.state, on: on(from), to: move.to, cause, writes: move.writes }];
     }),
-  ),
-);
+  );
+}
 
 // ---------------------------------------------------------------------------------------------
 // Holds

@@ -28,7 +28,7 @@ import { readdir, rm, rmdir, unlink } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { describeError } from "../contract/errors.js";
 import { sanitizeName } from "../team/paths.js";
 import { userStateDir } from "../trust/trust-store.js";
@@ -258,6 +258,8 @@ export function stopRemover(): void {
 function remover(): Worker | null {
   if (thread !== undefined) return thread;
   try {
+    // node:worker_threads loaded only here: a process that starts no remover does without it (its start-up).
+    const { Worker } = process.getBuiltinModule("node:worker_threads");
     const started = new Worker(REMOVER, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 16 } });
     started.unref(); // idle, it keeps no process up
     started.on("message", (id: number) => {

@@ -32,7 +32,7 @@
  * before it would turn every signal into an exit code. The gate's processes see the leader's pid
  * (docs/security.md says what they can do with it).
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   accessSync,
   closeSync,
@@ -63,27 +63,63 @@ let probed: SandboxSupport | null = null;
 export function sandboxSupport(): SandboxSupport {
   if (probed) return probed;
   const { chain, missing } = toolPaths();
-  if (!chain) {
-    probed = { ok: false, reason: `${missing} is not installed` };
-    return probed;
-  }
+  if (!chain) return (probed = { ok: false, reason: `${missing} is not installed` });
   const probe = spawnSync(chain.unshare, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
     stdio: ["ignore", "ignore", "pipe"],
-    timeout: 5_000,
+    timeout: PROBE_TIMEOUT_MS,
   });
-  if (probe.error) {
-    const code = (probe.error as NodeJS.ErrnoException).code;
-    probed = {
-      ok: false,
-      reason: code === "ENOENT" ? "util-linux's unshare is not installed" : `unshare: ${probe.error.message}`,
-    };
-  } else if (probe.status !== 0) {
-    const said = probe.stderr.toString("utf8").trim().split("\n")[0] ?? "";
-    probed = { ok: false, reason: `the kernel refuses unprivileged namespaces (${said || `exit ${probe.status}`})` };
-  } else {
-    probed = { ok: true };
-  }
+  probed = probeSaid(
+    probe.error,
+    probe.signal ? `ended by ${probe.signal}` : probe.status,
+    probe.stderr.toString("utf8"),
+  );
   return probed;
+}
+
+/**
+ * sandboxSupport without waiting on the main thread: the probe runs while the caller goes on (a leader's start
+ * loads its state meanwhile), and its answer is kept for sandboxSupport's later calls.
+ */
+export function probeSandbox(): Promise<SandboxSupport> {
+  if (probed) return Promise.resolve(probed);
+  if (probing) return probing;
+  const { chain, missing } = toolPaths();
+  if (!chain) return Promise.resolve((probed = { ok: false, reason: `${missing} is not installed` }));
+  probing = new Promise<SandboxSupport>((resolve) => {
+    const child = spawn(chain.unshare, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
+      stdio: ["ignore", "ignore", "pipe"],
+      timeout: PROBE_TIMEOUT_MS,
+    });
+    const said: Buffer[] = [];
+    child.stderr.on("data", (chunk: Buffer) => said.push(chunk));
+    const settle = (error: Error | undefined, status: number | null, signal: NodeJS.Signals | null): void => {
+      probed ??= probeSaid(error, signal ? `ended by ${signal}` : status, Buffer.concat(said).toString("utf8"));
+      resolve(probed);
+    };
+    child.on("error", (error) => settle(error, null, null));
+    child.on("close", (status, signal) => settle(undefined, status, signal));
+  });
+  return probing;
+}
+
+let probing: Promise<SandboxSupport> | null = null;
+const PROBE_TIMEOUT_MS = 5_000;
+
+/** What the probe's end says: whether the kernel made the namespaces, or why not. */
+function probeSaid(error: Error | undefined, status: number | string | null, stderr: string): SandboxSupport {
+  if (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return {
+      ok: false,
+      reason: code === "ENOENT" ? "util-linux's unshare is not installed" : `unshare: ${error.message}`,
+    };
+  }
+  if (status !== 0) {
+    const said = stderr.trim().split("\n")[0] ?? "";
+    const how = typeof status === "string" ? status : `exit ${status}`;
+    return { ok: false, reason: `the kernel refuses unprivileged namespaces (${said || how})` };
+  }
+  return { ok: true };
 }
 
 /**
