@@ -8,24 +8,26 @@
 //   npm run build && node bench/sandbox-steps.mjs [rounds, 100]
 import "./lib/help.mjs";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { runsRoot, makeRunDir, removeRunDir } from "../dist/teams-hooks/runner/run-dir.js";
 import { sandboxSupport, sandboxed } from "../dist/teams-hooks/runner/sandbox.js";
+import { fileId } from "../dist/teams-hooks/runner/writable-path.js";
 
 const rounds = Number(process.argv[2] ?? 100);
 if (!sandboxSupport().ok) {
   console.error(`this machine cannot sandbox a gate: ${sandboxSupport().reason}`);
   process.exit(2);
 }
-const dir = mkdtempSync(path.join(os.tmpdir(), "bench-sandbox-steps-"));
+const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "bench-sandbox-steps-")));
 const gate = path.join(dir, "on_task_completed.sh");
 writeFileSync(gate, "exit 0\n", { mode: 0o755 });
 const plan = (run) => ({
   runDir: run.dir,
   cwd: dir,
   writable: [dir],
+  bound: [{ path: dir, id: fileId(statSync(dir, { bigint: true })) }],
   visible: [dir, path.dirname(path.dirname(process.execPath))],
   protect: [],
   hide: [path.dirname(runsRoot())],
@@ -59,6 +61,7 @@ const steps = {
   "bash (the floor)": () => timed("bash", [gate]),
   "unshare → bash": () => timed("unshare", [...OUTER, "bash", gate]),
   "unshare → sh → bash": () => timed("unshare", [...OUTER, "/bin/sh", "-c", 'exec bash "$0"', gate]),
+  // The fstab binds the working directory from descriptor 4, as the set-up opens it (runner/sandbox.ts).
   "unshare → sh, mount -a → bash": () =>
     inRun((run) => {
       sandboxed("bash", [gate], plan(run));
@@ -66,9 +69,10 @@ const steps = {
         ...OUTER,
         "/bin/sh",
         "-c",
-        'mount -a -T "$0" && exec bash "$1"',
+        'exec 4< "$2" && mount -c -a -T "$0" && exec bash "$1"',
         path.join(run.dir, "fstab"),
         gate,
+        dir,
       ]);
     }),
   "the whole chain": () =>
