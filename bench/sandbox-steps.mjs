@@ -61,7 +61,7 @@ const steps = {
   "bash (the floor)": () => timed("bash", [gate]),
   "unshare → bash": () => timed("unshare", [...OUTER, "bash", gate]),
   "unshare → sh → bash": () => timed("unshare", [...OUTER, "/bin/sh", "-c", 'exec bash "$0"', gate]),
-  // The fstab binds the working directory from descriptor 4, as the set-up opens it (runner/sandbox.ts).
+  // The view before its writable paths (the set-up binds those itself, then mounts the fstab's second part).
   "unshare → sh, mount -a → bash": () =>
     inRun((run) => {
       sandboxed("bash", [gate], plan(run));
@@ -69,10 +69,9 @@ const steps = {
         ...OUTER,
         "/bin/sh",
         "-c",
-        'exec 4< "$2" && mount -c -a -T "$0" && exec bash "$1"',
+        'mount -c -a -T "$0" && exec bash "$1"',
         path.join(run.dir, "fstab"),
         gate,
-        dir,
       ]);
     }),
   "the whole chain": () =>

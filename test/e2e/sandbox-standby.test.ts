@@ -385,7 +385,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       if (n > 0) expect(run.get("run-files")).toBe(told[1]?.get("run-files"));
     }
     expect(told[1]?.get("run-files")).toMatch(
-      /^context\.json env\.sh fstab fstab\.failed fstab\.ro fstab\.rw on_task_completed\.sh out root $/,
+      /^context\.json env\.sh fstab fstab\.after fstab\.failed fstab\.ro fstab\.rw on_task_completed\.sh out root $/,
     );
     expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
     // The fourth's process was ended with its run, not left to write.
@@ -581,6 +581,8 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     ["mount", "util-linux's"],
     ["setpriv", "util-linux's"],
     ["stat", "coreutils'"],
+    ["readlink", "coreutils'"],
+    ["mkdir", "coreutils'"],
   ] as const)(
     "never looks for %s from the gate's working directory: a leader whose PATH has none but ends with ':' says its gates are not sandboxed, and a file of that name there never runs",
     async ([tool, source], context) => {

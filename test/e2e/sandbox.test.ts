@@ -5,6 +5,7 @@
  * sandbox says so and holds a gate that requires it. All through the built CLI, with real processes.
  */
 import { chmod, lchown, mkdir, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -107,7 +108,19 @@ describe.concurrent("a sandboxed gate", () => {
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
     // What a machine that allows only some tools gives: a folder of links, made in the temp dir.
     const bin = await testTempDir(context, "sandbox-path-");
-    for (const tool of ["bash", "sh", "env", "cat", "node", "unshare", "mount", "setpriv", "stat"]) {
+    for (const tool of [
+      "bash",
+      "sh",
+      "env",
+      "cat",
+      "node",
+      "unshare",
+      "mount",
+      "setpriv",
+      "stat",
+      "readlink",
+      "mkdir",
+    ]) {
       const found = ["/usr/bin", "/bin", "/usr/sbin", "/sbin", path.dirname(process.execPath)]
         .map((d) => path.join(d, tool))
         .find(existsSync);
@@ -350,6 +363,99 @@ describe.concurrent("a sandboxed gate", () => {
       expect(await readFile(path.join(home, ".bashrc"), "utf8")).toBe("# the leader's own\n");
     },
   );
+
+  // A gate runs as the leader's user: a link its tests make in the agents' folder is the leader's own. Moved by the
+  // agents onto a writable path, it would have the leader's home bound writable: a link of the leader's is followed
+  // only in a folder no other user can write.
+  it.skipIf(process.getuid?.() !== 0)(
+    "a link of the leader's own in the agents' folder, moved onto a sandbox-write= path, does not make its target writable",
+    async (context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+      const work = await testTempDir(context, "sandbox-own-link-");
+      const home = path.join(work, "leader-home");
+      await mkdir(home);
+      await writeFile(path.join(home, ".bashrc"), "# the leader's own\n");
+      // The agents' folder (another user's), and in it a link of the leader's (root's here) to the home.
+      const agents = path.join(work, "agents");
+      await mkdir(agents, { mode: 0o755 });
+      await lchown(agents, 65534, 65534);
+      const out = path.join(agents, "reports");
+      await symlink(home, out);
+      const gate = await rig.hook(
+        team,
+        "on_task_completed.sh",
+        [
+          `# pi-teams-hooks: sandbox-write=${out}`,
+          `echo ran > ${q(path.join(work, "ran"))}`,
+          `echo planted >> ${q(path.join(out, ".bashrc"))}`,
+        ].join("\n"),
+      );
+      const run = await runBin([
+        "run",
+        "task_completed",
+        "--team-dir",
+        team.teamDir,
+        "--task",
+        "1",
+        "--cwd",
+        work,
+        "--json",
+      ]);
+      const result = JSON.parse(run.stdout).result as {
+        ran: boolean;
+        outcome: string;
+        errorCode?: string;
+        error?: string;
+      };
+      expect(result).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
+      expect(result.error).toMatch(
+        new RegExp(
+          `^${gate}: sandbox-write=${out} goes through ${out}, a symbolic link in a folder that [^ ]* ?\\(?uid 65534\\)? owns`,
+        ),
+      );
+      expect(existsSync(path.join(work, "ran"))).toBe(false);
+      expect(await readFile(path.join(home, ".bashrc"), "utf8")).toBe("# the leader's own\n");
+    },
+  );
+
+  // A FIFO would hold the set-up that opens it until the gate's time-out, and say the gate timed out.
+  it("a sandbox-write= path that is a FIFO stops the run before the gate, and says so", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    const work = await testTempDir(context, "sandbox-fifo-");
+    const out = path.join(work, "reports");
+    expect(spawnSync("mkfifo", [out]).status).toBe(0);
+    const gate = await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [`# pi-teams-hooks: sandbox-write=${out}`, `echo ran > ${q(path.join(work, "ran"))}`].join("\n"),
+    );
+    const run = await runBin([
+      "run",
+      "task_completed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "1",
+      "--cwd",
+      work,
+      "--json",
+    ]);
+    const result = JSON.parse(run.stdout).result as {
+      ran: boolean;
+      outcome: string;
+      errorCode?: string;
+      error?: string;
+    };
+    expect(result).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
+    expect(result.error).toBe(
+      `${gate}: sandbox-write=${out} is neither a folder nor a regular file: the gate did not run`,
+    );
+    expect(existsSync(path.join(work, "ran"))).toBe(false);
+  });
 
   // A path that is not there when the run is planned would be resolved only by mount, a link the agents made there
   // meanwhile followed: the run does not start, and says why.

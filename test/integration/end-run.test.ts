@@ -38,7 +38,7 @@ describe("a run's end", () => {
         endRun(other.dir);
         removeRunDir(other.dir);
       });
-      const cwd = await testTempDir(context, "end-run-");
+      const cwd = realpathSync(await testTempDir(context, "end-run-"));
       const start = sandboxed("/bin/sleep", ["60"], {
         runDir: other.dir,
         cwd,

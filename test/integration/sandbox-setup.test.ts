@@ -144,4 +144,28 @@ describe("the sandbox's set-up", () => {
     expect(ran.status).toBe(0);
     expect(readFileSync(path.join(work, "written"), "utf8")).toBe("ok\n");
   });
+
+  it("refuses a view whose writable folder's place in it leads elsewhere by a link, though the folder is the one checked", () => {
+    const run = makeRunDir("setup-test");
+    runs.push(run);
+    // Planned as the agents' folder; then moved, a link to it in its place: opened by its path, the folder is
+    // still the one checked, but its place in the view leads out of the view (where mount would have bound it).
+    const agents = path.join(work, "agents-moved");
+    mkdirSync(agents);
+    const plan: SandboxPlan = {
+      ...planIn(run),
+      cwd: work,
+      writable: [work, agents],
+      bound: [...planIn(run).bound, { path: agents, id: fileId(statSync(agents, { bigint: true })) }],
+    };
+    const chain = sandboxed("bash", ["-c", "echo the gate ran"], plan);
+    renameSync(agents, `${agents}.real`);
+    symlinkSync(`${agents}.real`, agents);
+    const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work });
+    expect(ran.stdout).not.toContain("the gate ran");
+    expect(ran.status).toBe(SANDBOX_SETUP_FAILED);
+    expect(readFileSync(path.join(run.dir, "fstab.failed"), "utf8")).toBe(
+      `${agents} is not, in the gate's view, where the leader checked it: a link was swapped in on its way while the view was built\n`,
+    );
+  });
 });

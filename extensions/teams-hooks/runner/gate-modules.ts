@@ -101,6 +101,7 @@ const RUN_FILES = new Set([
   "fstab",
   "fstab.ro",
   "fstab.rw",
+  "fstab.after",
   "fstab.failed",
   "node_modules",
   "package.json",

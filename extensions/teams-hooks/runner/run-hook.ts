@@ -58,7 +58,6 @@ import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
 import {
   SANDBOX_SETUP_FAILED,
-  MAX_BOUND,
   SANDBOX_SETUP_MARK,
   endRun,
   hiddenInView,
@@ -402,9 +401,18 @@ function planOf(
       throw new SandboxRefusal(
         `${hook.hookPath}: ${what} is not there, or the leader cannot reach it: make it before the gate runs; the gate did not run`,
       );
+    if (isForeign(found) && found.folderOwner !== undefined)
+      throw new SandboxRefusal(
+        `${hook.hookPath}: ${what} goes through ${found.link}, a symbolic link in a folder that ${ownerName(found.folderOwner)} owns or that others can write: the gate did not run, since whoever can write that folder can put a link of the leader's there (a gate's tests make them) and have its target bound writable (make it a folder, or put the link in a folder of the leader's own)`,
+      );
     if (isForeign(found))
       throw new SandboxRefusal(
         `${hook.hookPath}: ${what} goes through ${found.link}, a symbolic link owned by ${ownerName(found.owner)}, not by the leader's user (uid ${uid}) or root: the gate did not run, since the sandbox would bind the link's target writable (make it a folder, or a link of the leader's own)`,
+      );
+    // A FIFO would hold the set-up that opens it until the gate's time-out, a device or a socket is nothing to write.
+    if (found.kind === "other")
+      throw new SandboxRefusal(
+        `${hook.hookPath}: ${what} is neither a folder nor a regular file: the gate did not run`,
       );
     // (The set-up reads the paths a line each; a leader's own path never holds a line break.)
     if (found.path.includes("\n"))
@@ -414,10 +422,6 @@ function planOf(
   };
   const cwd = writable(opts.cwd, `its working directory ${opts.cwd}`);
   const write = (opts.sandbox?.write ?? []).map((p) => writable(p, `sandbox-write=${p}`));
-  if (bound.length > MAX_BOUND)
-    throw new SandboxRefusal(
-      `${hook.hookPath}: its working directory and sandbox-write= paths are ${bound.length} folders to bind writable, more than the sandbox's ${MAX_BOUND}: the gate did not run`,
-    );
   return {
     runDir: run.dir,
     cwd,
@@ -567,7 +571,7 @@ async function runIn(
       run.contextFile,
       ...(claude ? [run.stdinFile] : []),
       ...(sandbox.state === "on"
-        ? [path.join(run.dir, "fstab"), path.join(run.dir, "fstab.ro"), path.join(run.dir, "fstab.rw")]
+        ? ["fstab", "fstab.ro", "fstab.rw", "fstab.after"].map((name) => path.join(run.dir, name))
         : []),
     ];
     const opened = openRunDirTo(run.dir, runsRoot(opts.baseEnv ?? process.env), user, {

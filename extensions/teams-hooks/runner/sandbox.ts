@@ -5,7 +5,8 @@
  *   unshare --user --map-root-user --mount             a user and a mount namespace of the run
  *     sh -c SETUP                                       mount -c -a -T <run dir>/fstab: the view below, each
  *                                                       writable path bound from a descriptor checked to
- *                                                       be the file the leader resolved
+ *                                                       be the file the leader resolved onto one checked
+ *                                                       to be its place in the view
  *       unshare --user --map-user=<uid> --mount         a second user and mount namespace, chrooted into
  *               --root=<run dir>/root --wd=<cwd>        the view (no capability left over the mounts)
  *         setpriv --no-new-privs [--bounding-set=-all]  the bounding set emptied for a gate run as root
@@ -159,8 +160,9 @@ export interface SandboxPlan {
   /**
    * What each writable path that is there must show in the view once built: the file the leader resolved it
    * to, by device and inode (`dev:ino`, as stat(1) prints them). The set-up binds each from a descriptor it
-   * checked to be that file (setupScript), never by its path, which `mount` would resolve again: a folder of
-   * the agents' swapped for a link meanwhile would have the leader's own folder bound writable there.
+   * checked to be that file onto one checked to be its place in the view (setupScript), never by its path,
+   * which `mount` would resolve again: a link the agents swapped in meanwhile would have the leader's own
+   * folder bound writable, or theirs mounted over a program the set-up runs next.
    */
   bound: readonly { path: string; id: string }[];
   /**
@@ -198,39 +200,51 @@ function noPrivileges(root: boolean): string[] {
   return root ? ["--no-new-privs", "--bounding-set=-all", "--inh-caps=-all"] : ["--no-new-privs"];
 }
 
-/**
- * The descriptor the set-up opens the first writable path at (setupScript), and how many it can hold: sh redirects
- * descriptors up to 9, and a standby's chain has its pipe at 3 (runner/standby.ts).
- */
-const FIRST_BOUND_FD = 4;
-export const MAX_BOUND = 6;
-
 /** The set-up script, with util-linux's tools at the paths found for them (toolPaths). */
-function setupScript(tools: { unshare: string; setpriv: string; mount: string; stat: string }): string {
-  const [unshare, setpriv, mount, stat] = [tools.unshare, tools.setpriv, tools.mount, tools.stat].map(shellQuote);
+function setupScript(tools: {
+  unshare: string;
+  setpriv: string;
+  mount: string;
+  stat: string;
+  readlink: string;
+  mkdir: string;
+}): string {
+  const [unshare, setpriv, mount, stat, readlink, mkdir] = [
+    tools.unshare,
+    tools.setpriv,
+    tools.mount,
+    tools.stat,
+    tools.readlink,
+    tools.mkdir,
+  ].map(shellQuote);
   return [
     // A failure is said on stderr, and in `<fstab>.failed` (made empty beside the fstab: writeView), in the run's
     // folder, read-only in the view: the gate, whose stderr is the same, cannot write it. Only that file says the
     // set-up failed.
     `f=$1`,
     `failed() { echo "${SANDBOX_SETUP_MARK} $1" >&2; echo "$1" > "$f.failed"; exit ${SANDBOX_SETUP_FAILED}; }`,
-    // Each writable path is bound from a descriptor (SandboxPlan.bound, two lines each: the id, the path): opened here,
-    // checked to be the file the leader resolved (device and inode), and given to mount as /proc/self/fd/N, which
-    // mount -c passes on as it is. mount would resolve a path again: a folder of the agents' swapped for a link to the
-    // leader's meanwhile would have that bound writable. A link swapped in on the way to where a path is bound only
-    // moves the agents' own folder in the view. (A descriptor is opened in this mount namespace: the kernel binds
-    // none of another's.) A list that cannot be read fails the set-up.
-    `n=${FIRST_BOUND_FD}`,
-    `while IFS= read -r i && IFS= read -r p; do`,
-    `  [ $n -le ${FIRST_BOUND_FD + MAX_BOUND - 1} ] || failed "more than ${MAX_BOUND} writable paths"`,
-    `  eval "command exec $n<\\"\\$p\\"" || failed "$p could not be opened"`,
-    `  [ "$(${stat} -L -c %d:%i /proc/self/fd/$n 2>/dev/null)" = "$i" ] || failed "$p is not the folder the leader checked: it was replaced while the view was built"`,
-    `  n=$((n + 1))`,
-    `done < "$f.rw" || failed "the list of its writable paths could not be read ($f.rw)"`,
-    // Every mount or none: a view with one of them missing would be a weaker sandbox than asked, in silence.
+    // Every mount or none: a view with one of them missing would be a weaker sandbox than asked, in silence. First
+    // the view without its writable paths: the whole file system read-only, its own /tmp and /dev/shm.
     `${mount} -c -a -T "$f" || failed "the gate's view could not be built (mount -a -T $f)"`,
-    // The gate gets none of them (nor one the leader was given at those numbers).
-    `exec ${Array.from({ length: MAX_BOUND }, (_, k) => `${FIRST_BOUND_FD + k}<&-`).join(" ")}`,
+    // Then each writable path (SandboxPlan.bound, two lines each: the id, the path; ancestors first), bound by
+    // descriptors, never by path, which mount would resolve again and the agents can change meanwhile: the folder
+    // opened here and checked to be the one the leader resolved (device and inode), onto its place in the view,
+    // opened and checked to be there itself with no link on the way (its path as the kernel names it), so that it
+    // is mounted nowhere else: over a program the set-up or the view runs next, or outside the view. A place the
+    // view's own /tmp or /dev/shm hides is made there. A list that cannot be read fails the set-up.
+    `while IFS= read -r i && IFS= read -r p; do`,
+    `  eval 'command exec 4<"$p"' 2>/dev/null || failed "$p could not be opened"`,
+    `  [ "$(${stat} -L -c %d:%i /proc/self/fd/4 2>/dev/null)" = "$i" ] || failed "$p is not the folder the leader checked: it was replaced while the view was built"`,
+    `  [ -e "$2$p" ] || ${mkdir} -p -- "$2$p" 2>/dev/null || failed "$p could not be made in the gate's view"`,
+    `  eval 'command exec 5<"$2$p"' 2>/dev/null || failed "$p could not be opened in the gate's view"`,
+    `  [ "$(${readlink} /proc/self/fd/5 2>/dev/null)" = "$2$p" ] || failed "$p is not, in the gate's view, where the leader checked it: a link was swapped in on its way while the view was built"`,
+    `  ${mount} -c --bind /proc/self/fd/4 /proc/self/fd/5 || failed "$p could not be bound writable in the gate's view"`,
+    `  exec 4<&- 5<&-`,
+    `done < "$f.rw" || failed "the list of its writable paths could not be read ($f.rw)"`,
+    // Then what lies on them: the leader's folders inside them read-only again (each by its own mount: mount -a would
+    // take the folder for mounted already where a writable path is that folder), the hidden ones, the run's files.
+    `while IFS= read -r p; do ${mount} -c --bind -o ro -- "$p" "$2$p" || failed "$p could not be bound read-only in the gate's view"; done < "$f.ro" || failed "the list of its protected paths could not be read ($f.ro)"`,
+    `${mount} -c -a -T "$f.after" || failed "the gate's view could not be built (mount -a -T $f.after)"`,
     // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
     // view was made (mount follows links) would show a protected folder writable.
     `while IFS= read -r p; do [ -w "$2$p" ] && failed "$p would be writable in the gate's view"; done < "$f.ro"`,
@@ -246,7 +260,15 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string; s
 
 interface Tools {
   /** The chain's tools; null when PATH has none (the sandbox is then unavailable: sandboxSupport). */
-  chain: { unshare: string; setpriv: string; mount: string; stat: string; setup: string } | null;
+  chain: {
+    unshare: string;
+    setpriv: string;
+    mount: string;
+    stat: string;
+    readlink: string;
+    mkdir: string;
+    setup: string;
+  } | null;
   /** The first of the chain's tools that PATH has not, with its package, for the message: `util-linux's mount`. */
   missing: string | null;
   /** `nsenter` and `setpriv` for entering a held view; null when PATH lacks one (no view is kept). */
@@ -280,15 +302,28 @@ function toolPaths(): Tools {
     }
     return null;
   };
-  const [unshare, mount, setpriv, nsenter, stat] = ["unshare", "mount", "setpriv", "nsenter", "stat"].map(find);
+  const [unshare, mount, setpriv, nsenter, stat, readlink, mkdir] = [
+    "unshare",
+    "mount",
+    "setpriv",
+    "nsenter",
+    "stat",
+    "readlink",
+    "mkdir",
+  ].map(find);
   const names = {
     "util-linux's unshare": unshare,
     "util-linux's mount": mount,
     "util-linux's setpriv": setpriv,
     "coreutils' stat": stat,
+    "coreutils' readlink": readlink,
+    "coreutils' mkdir": mkdir,
   };
   const missing = Object.entries(names).find(([, file]) => file === null)?.[0] ?? null;
-  const chain = unshare && mount && setpriv && stat ? { unshare, mount, setpriv, stat } : null;
+  const chain =
+    unshare && mount && setpriv && stat && readlink && mkdir
+      ? { unshare, mount, setpriv, stat, readlink, mkdir }
+      : null;
   tools = {
     chain: chain ? { ...chain, setup: setupScript(chain) } : null,
     missing,
@@ -321,6 +356,8 @@ export function sandboxed(
  */
 export interface View {
   fstab: string;
+  /** What lies on the writable paths, mounted after them: the leader's folders read-only again, the run's files. */
+  after: string;
   readOnly: string;
   bound: string;
 }
@@ -328,11 +365,15 @@ export interface View {
 /** The view `plan` builds as the machine is now (its mounts read from /proc/self/mountinfo). */
 export function viewOf(plan: SandboxPlan): View {
   return {
-    fstab: fstabOf(plan, path.join(plan.runDir, "root"), readMounts()),
+    ...fstabOf(plan, path.join(plan.runDir, "root"), readMounts()),
     readOnly: protectedInView(plan)
       .map((p) => `${p}\n`)
       .join(""),
-    bound: plan.bound.map((b) => `${b.id}\n${b.path}\n`).join(""),
+    // Ancestors first: a later bind above an earlier one would cover it.
+    bound: [...plan.bound]
+      .sort((a, b) => a.path.length - b.path.length)
+      .map((b) => `${b.id}\n${b.path}\n`)
+      .join(""),
   };
 }
 
@@ -342,6 +383,7 @@ export function writeView(plan: SandboxPlan, view: View): void {
   writeFileSync(fstab, view.fstab, { mode: 0o600, flag: "wx" });
   writeFileSync(`${fstab}.ro`, view.readOnly, { mode: 0o600, flag: "wx" });
   writeFileSync(`${fstab}.rw`, view.bound, { mode: 0o600, flag: "wx" });
+  writeFileSync(`${fstab}.after`, view.after, { mode: 0o600, flag: "wx" });
   // Empty until the set-up fails (setupScript): read-only in the view, so the gate cannot write it.
   writeFileSync(setupFailedFile(plan.runDir), "", { mode: 0o600, flag: "wx" });
 }
@@ -378,7 +420,8 @@ export function chainOf(
   args: readonly string[],
   plan: SandboxPlan,
 ): { command: string; args: string[] } {
-  const root = path.join(plan.runDir, "root");
+  // As the kernel names it: the set-up compares a writable path's place in the view with it (setupScript).
+  const root = realpathSync(path.join(plan.runDir, "root"));
   const fstab = path.join(plan.runDir, "fstab");
   const uid = plan.user?.uid ?? process.getuid?.() ?? 0;
   const gid = plan.user?.gid ?? process.getgid?.() ?? 0;
@@ -705,8 +748,11 @@ function readMounts(): MountEntry[] {
   return mounts;
 }
 
-/** The fstab (mount(8)'s own format, one `mount -a`) that builds the view of `plan` in `root`. */
-function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[]): string {
+/**
+ * The two fstabs (mount(8)'s own format, one `mount -a` each) that build the view of `plan` in `root`: the
+ * view before its writable paths, which the set-up binds itself in between (setupScript), and what lies on them.
+ */
+function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[]): { fstab: string; after: string } {
   const inRoot = (point: string): string => `${fstabEscape(root)}${point === "/" ? "" : point}`;
   const lines = [`/ ${fstabEscape(root)} none rbind 0 0`];
   const visible = shownMounts(mounts);
@@ -723,30 +769,24 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
   const scratch = plan.user ? "1777" : "0700";
   lines.push(`tmpfs ${fstabEscape(root)}/tmp tmpfs mode=${scratch},nosuid,nodev 0 0`);
   lines.push(`tmpfs ${fstabEscape(root)}/dev/shm tmpfs mode=${scratch},nosuid,nodev 0 0`);
-  const bind = (dir: string, options: string, mkdir = true): void => {
-    lines.push(`${fstabEscape(dir)} ${inRoot(fstabEscape(dir))} none ${options}${mkdir ? ",X-mount.mkdir" : ""} 0 0`);
+  const bind = (to: string[], dir: string, options: string): void => {
+    to.push(`${fstabEscape(dir)} ${inRoot(fstabEscape(dir))} none ${options},X-mount.mkdir 0 0`);
   };
   // Ancestors first, and the writable paths after the ones shown read-only: a later mount above an
   // earlier one would cover it. One that is not there has nothing to show (a PATH folder gone).
   // The folder of the `setpriv` a run execs inside the view, where the view would hide it (a PATH of links under /tmp).
   const setpriv = toolPaths().chain?.setpriv;
   const shown = setpriv && hiddenInView(setpriv) ? [...plan.visible, path.dirname(setpriv)] : plan.visible;
-  for (const dir of outerFirst(shown)) if (hiddenInView(dir) && existsSync(dir)) bind(dir, "bind,ro");
-  // From the descriptor the set-up opened and checked for each (setupScript).
-  for (const dir of outerFirst(plan.bound.map((b) => b.path))) {
-    const n = plan.bound.findIndex((b) => path.resolve(b.path) === dir);
-    lines.push(`/proc/self/fd/${FIRST_BOUND_FD + n} ${inRoot(fstabEscape(dir))} none bind,X-mount.mkdir 0 0`);
-  }
-  // Inside a writable path, where the folder is already shown: no folder is made for one that is not there.
-  for (const dir of outerFirst(plan.protect)) {
-    if (existsSync(dir) && plan.writable.some((w) => dir === w || isUnder(dir, w))) bind(dir, "bind,ro", false);
-  }
+  for (const dir of outerFirst(shown)) if (hiddenInView(dir) && existsSync(dir)) bind(lines, dir, "bind,ro");
+  // (The writable paths here, bound by the set-up: SandboxPlan.bound.)
+  // (Then the protected paths inside them, bound read-only again by the set-up too: protectedInView.)
+  const after: string[] = [];
   for (const dir of outerFirst(plan.hide).filter((d) => existsSync(d)))
-    lines.push(`tmpfs ${inRoot(fstabEscape(dir))} tmpfs mode=0755,nosuid,nodev,X-mount.mkdir 0 0`);
-  bind(plan.runDir, "bind,ro");
+    after.push(`tmpfs ${inRoot(fstabEscape(dir))} tmpfs mode=0755,nosuid,nodev,X-mount.mkdir 0 0`);
+  bind(after, plan.runDir, "bind,ro");
   const writtenBack = plan.resultFolder ?? plan.resultFile;
-  lines.push(`${fstabEscape(writtenBack)} ${inRoot(fstabEscape(writtenBack))} none bind 0 0`);
-  return `${lines.join("\n")}\n`;
+  after.push(`${fstabEscape(writtenBack)} ${inRoot(fstabEscape(writtenBack))} none bind 0 0`);
+  return { fstab: `${lines.join("\n")}\n`, after: `${after.join("\n")}\n` };
 }
 
 /**
@@ -754,7 +794,8 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
  * it is built. (A path with a newline in it cannot be listed; none of the leader's own has one.)
  */
 function protectedInView(plan: SandboxPlan): string[] {
-  return plan.protect.filter(
+  // Ancestors first: the set-up binds them in this order.
+  return outerFirst(plan.protect).filter(
     (dir) => !dir.includes("\n") && existsSync(dir) && plan.writable.some((w) => dir === w || isUnder(dir, w)),
   );
 }

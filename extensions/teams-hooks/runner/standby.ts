@@ -400,6 +400,7 @@ function stillFits(built: { view: View; pins: string }, planNow: () => SandboxPl
     const view = viewOf(plan);
     return (
       view.fstab === built.view.fstab &&
+      view.after === built.view.after &&
       view.readOnly === built.view.readOnly &&
       view.bound === built.view.bound &&
       pinsOf(plan) === built.pins
@@ -416,7 +417,7 @@ function dropView(run: RunDir, held: HeldView | null): void {
 }
 
 /** What a run's folder keeps between the runs of a held view: the view's own files and the result folder. */
-const KEPT = new Set(["root", "fstab", "fstab.ro", "fstab.rw", "fstab.failed", "out"]);
+const KEPT = new Set(["root", "fstab", "fstab.ro", "fstab.rw", "fstab.after", "fstab.failed", "out"]);
 
 /**
  * Keeps the view of a standby whose run has ended for the next standby of its gate, when nothing of the

@@ -31,6 +31,12 @@ export interface ResolvedPath {
   path: string;
   dev: bigint;
   ino: bigint;
+  /** What is there: a folder, a regular file, or anything else (a FIFO, a socket, a device). */
+  kind: "folder" | "file" | "other";
+}
+
+function kindOf(st: import("node:fs").BigIntStats): ResolvedPath["kind"] {
+  return st.isDirectory() ? "folder" : st.isFile() ? "file" : "other";
 }
 
 /** A file's identity as the sandbox's set-up compares it (stat(1)'s `%d:%i`): its device and inode, in decimal. */
@@ -38,10 +44,16 @@ export function fileId(file: { dev: bigint; ino: bigint }): string {
   return `${file.dev}:${file.ino}`;
 }
 
-/** A link on the way owned by someone else: the link's path (as reached) and its owner's uid. */
+/**
+ * A link on the way owned by someone else: the link's path (as reached) and its owner's uid; or one of the leader's
+ * own (or root's) in a folder that someone else can write (`folderOwner`: that folder's owner), where they could
+ * have put it: a sandboxed gate runs as the leader's user, so the links it makes in the agents' folders are the
+ * leader's.
+ */
 export interface ForeignLink {
   link: string;
   owner: number;
+  folderOwner?: number;
 }
 
 /**
@@ -49,7 +61,11 @@ export interface ForeignLink {
  * way owned by `uid` or root; or the first link that is not; or null when the path is not there (or cannot be
  * reached: nothing to bind). Throws on a loop of links.
  */
-export function resolveWritable(file: string, uid: number): ResolvedPath | ForeignLink | null {
+export function resolveWritable(
+  file: string,
+  uid: number,
+  gid: number = process.getgid?.() ?? 0,
+): ResolvedPath | ForeignLink | null {
   const pending = parts(path.resolve(file));
   const real: string[] = [];
   let dir = openSync("/", O_PATH | fsConstants.O_DIRECTORY);
@@ -59,7 +75,7 @@ export function resolveWritable(file: string, uid: number): ResolvedPath | Forei
       const name = pending.shift();
       if (name === undefined) {
         const st = fstatSync(dir, { bigint: true });
-        return { path: `/${real.join("/")}`, dev: st.dev, ino: st.ino };
+        return { path: `/${real.join("/")}`, dev: st.dev, ino: st.ino, kind: kindOf(st) };
       }
       if (name === "..") {
         const up = openSync(`/proc/self/fd/${dir}/..`, O_PATH | fsConstants.O_DIRECTORY);
@@ -78,6 +94,13 @@ export function resolveWritable(file: string, uid: number): ResolvedPath | Forei
       if (st.isSymbolicLink()) {
         const owner = Number(st.uid);
         if (owner !== uid && owner !== 0) return { link: `/${[...real, name].join("/")}`, owner };
+        // The folder it is in: another user's, or one others can write (not sticky, nor the leader's own group).
+        const folder = fstatSync(dir, { bigint: true });
+        const mode = Number(folder.mode);
+        const sticky = (mode & 0o1000) !== 0;
+        const othersWrite = !sticky && ((mode & 0o002) !== 0 || ((mode & 0o020) !== 0 && Number(folder.gid) !== gid));
+        if ((Number(folder.uid) !== uid && folder.uid !== 0n) || othersWrite)
+          return { link: `/${[...real, name].join("/")}`, owner, folderOwner: Number(folder.uid) };
         if (++links > MAX_LINKS) throw new Error(`${file}: too many levels of symbolic links`);
         const target = readlinkSync(entry);
         // Still the link looked at: one put in its place between the two looks is looked at again.
@@ -97,7 +120,7 @@ export function resolveWritable(file: string, uid: number): ResolvedPath | Forei
       }
       if (pending.length === 0) {
         real.push(name);
-        return { path: `/${real.join("/")}`, dev: st.dev, ino: st.ino };
+        return { path: `/${real.join("/")}`, dev: st.dev, ino: st.ino, kind: kindOf(st) };
       }
       let next: number;
       try {
