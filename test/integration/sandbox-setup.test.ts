@@ -168,4 +168,19 @@ describe("the sandbox's set-up", () => {
       `${agents} is not, in the gate's view, where the leader checked it: a link was swapped in on its way while the view was built\n`,
     );
   });
+
+  it("binds the leader's folder inside a writable path read-only again, the rest of that path writable", () => {
+    const run = makeRunDir("setup-test");
+    runs.push(run);
+    const state = path.join(work, "hook-state-of-the-leader");
+    mkdirSync(state);
+    const plan: SandboxPlan = { ...planIn(run), protect: [state] };
+    const gate = `{ echo x > '${path.join(state, "planted")}'; } 2>/dev/null || echo refused; echo y > beside && echo wrote`;
+    const chain = sandboxed("bash", ["-c", gate], plan);
+    const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work });
+    expect(ran.stderr).toBe("");
+    expect(ran.stdout).toBe("refused\nwrote\n");
+    expect(ran.status).toBe(0);
+    expect(readFileSync(path.join(work, "beside"), "utf8")).toBe("y\n");
+  });
 });

@@ -241,9 +241,18 @@ function setupScript(tools: {
     `  ${mount} -c --bind /proc/self/fd/4 /proc/self/fd/5 || failed "$p could not be bound writable in the gate's view"`,
     `  exec 4<&- 5<&-`,
     `done < "$f.rw" || failed "the list of its writable paths could not be read ($f.rw)"`,
-    // Then what lies on them: the leader's folders inside them read-only again (each by its own mount: mount -a would
-    // take the folder for mounted already where a writable path is that folder), the hidden ones, the run's files.
-    `while IFS= read -r p; do ${mount} -c --bind -o ro -- "$p" "$2$p" || failed "$p could not be bound read-only in the gate's view"; done < "$f.ro" || failed "the list of its protected paths could not be read ($f.ro)"`,
+    // Then what lies on them: the leader's folders inside them read-only again, each bound onto its place in the
+    // view opened and checked as above (a link in the agents' folder would steer it elsewhere, and leave the
+    // folder writable), then made read-only through the new mount itself, opened and checked to be that folder
+    // there (mount -a would take a folder that is a writable path for mounted already); then the hidden ones and
+    // the run's own files.
+    `while IFS= read -r p; do`,
+    `  eval 'command exec 5<"$2$p"' 2>/dev/null || failed "$p could not be opened in the gate's view"`,
+    `  [ "$(${readlink} /proc/self/fd/5 2>/dev/null)" = "$2$p" ] || failed "$p is not, in the gate's view, where the leader checked it: a link was swapped in on its way while the view was built"`,
+    `  ${mount} -c --bind -- "$p" /proc/self/fd/5 || failed "$p could not be bound read-only in the gate's view"`,
+    `  { eval 'command exec 6<"$2$p"' 2>/dev/null && [ /proc/self/fd/6 -ef "$p" ] && [ "$(${readlink} /proc/self/fd/6 2>/dev/null)" = "$2$p" ] && ${mount} -c -o remount,bind,ro /proc/self/fd/6; } || failed "$p could not be bound read-only in the gate's view"`,
+    `  exec 5<&- 6<&-`,
+    `done < "$f.ro" || failed "the list of its protected paths could not be read ($f.ro)"`,
     `${mount} -c -a -T "$f.after" || failed "the gate's view could not be built (mount -a -T $f.after)"`,
     // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
     // view was made (mount follows links) would show a protected folder writable.
