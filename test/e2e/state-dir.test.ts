@@ -26,7 +26,8 @@ describe("hook-state/ deleted while the leader runs", () => {
     const state = path.join(team.teamDir, "hook-state");
     const trusted = await readFile(path.join(state, "trust.json"), "utf8");
 
-    await rm(state, { recursive: true, force: true });
+    // (The leader may make a file in it meanwhile: rm goes again at ENOTEMPTY, as `rm -rf` run twice would.)
+    await rm(state, { recursive: true, force: true, maxRetries: 10 });
     await leader.waitFor("hook-state/ written again", () =>
       leader.warnings().some((w) => w.includes("written again from memory")),
     );
