@@ -183,4 +183,25 @@ describe("the sandbox's set-up", () => {
     expect(ran.status).toBe(0);
     expect(readFileSync(path.join(work, "beside"), "utf8")).toBe("y\n");
   });
+
+  it("opens nothing but a folder or a regular file: a FIFO swapped in for a writable folder fails the set-up at once", () => {
+    const run = makeRunDir("setup-test");
+    runs.push(run);
+    const reports = path.join(work, "reports-then-fifo");
+    mkdirSync(reports);
+    const plan: SandboxPlan = {
+      ...planIn(run),
+      writable: [work, reports],
+      bound: [...planIn(run).bound, { path: reports, id: fileId(statSync(reports, { bigint: true })) }],
+    };
+    const chain = sandboxed("bash", ["-c", "echo the gate ran"], plan);
+    rmSync(reports, { recursive: true });
+    expect(spawnSync("mkfifo", [reports]).status).toBe(0);
+    // Opened for reading, a FIFO with no writer would hold the set-up until the gate's time-out.
+    const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work, timeout: 20_000 });
+    expect(ran.signal).toBeNull();
+    expect(ran.stdout).not.toContain("the gate ran");
+    expect(ran.status).toBe(SANDBOX_SETUP_FAILED);
+    expect(readFileSync(path.join(run.dir, "fstab.failed"), "utf8")).toBe(`${reports} could not be opened\n`);
+  });
 });

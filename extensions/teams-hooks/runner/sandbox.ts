@@ -232,11 +232,14 @@ function setupScript(tools: {
     // opened and checked to be there itself with no link on the way (its path as the kernel names it), so that it
     // is mounted nowhere else: over a program the set-up or the view runs next, or outside the view. A place the
     // view's own /tmp or /dev/shm hides is made there. A list that cannot be read fails the set-up.
-    `while IFS= read -r i && IFS= read -r p; do`,
-    `  eval 'command exec 4<"$p"' 2>/dev/null || failed "$p could not be opened"`,
+    `while IFS= read -r i && IFS= read -r k && IFS= read -r p; do`,
+    // Opened without opening anything but a folder or a regular file (a FIFO would hold the set-up, a device's
+    // open can act): a folder by going into it.
+    `  if cd -P -- "$p" 2>/dev/null; then eval 'command exec 4<.'; elif [ -f "$p" ] && [ ! -h "$p" ]; then eval 'command exec 4<"$p"'; else false; fi 2>/dev/null || failed "$p could not be opened"`,
     `  [ "$(${stat} -L -c %d:%i /proc/self/fd/4 2>/dev/null)" = "$i" ] || failed "$p is not the folder the leader checked: it was replaced while the view was built"`,
-    `  [ -e "$2$p" ] || ${mkdir} -p -- "$2$p" 2>/dev/null || failed "$p could not be made in the gate's view"`,
-    `  eval 'command exec 5<"$2$p"' 2>/dev/null || failed "$p could not be opened in the gate's view"`,
+    `  if [ "$k" = make ]; then if [ -d /proc/self/fd/4 ]; then ${mkdir} -p -- "$2$p"; else ${mkdir} -p -- "$2\${p%/*}" && : > "$2$p"; fi 2>/dev/null || failed "$p could not be made in the gate's view"; fi`,
+    `  if cd -P -- "$2$p" 2>/dev/null; then eval 'command exec 5<.'; elif [ -f "$2$p" ] && [ ! -h "$2$p" ]; then eval 'command exec 5<"$2$p"'; else false; fi 2>/dev/null || failed "$p could not be opened in the gate's view"`,
+    `  cd /`,
     `  [ "$(${readlink} /proc/self/fd/5 2>/dev/null)" = "$2$p" ] || failed "$p is not, in the gate's view, where the leader checked it: a link was swapped in on its way while the view was built"`,
     `  ${mount} -c --bind /proc/self/fd/4 /proc/self/fd/5 || failed "$p could not be bound writable in the gate's view"`,
     `  exec 4<&- 5<&-`,
@@ -378,12 +381,27 @@ export function viewOf(plan: SandboxPlan): View {
     readOnly: protectedInView(plan)
       .map((p) => `${p}\n`)
       .join(""),
-    // Ancestors first: a later bind above an earlier one would cover it.
+    // Ancestors first: a later bind above an earlier one would cover it. Each: its id, whether the set-up makes
+    // its place (`make`: in the view's own /tmp or /dev/shm, under nothing shown there: nothing of the agents'
+    // on its way), its path.
     bound: [...plan.bound]
       .sort((a, b) => a.path.length - b.path.length)
-      .map((b) => `${b.id}\n${b.path}\n`)
+      .map((b) => `${b.id}\n${placeToMake(plan, b.path) ? "make" : "-"}\n${b.path}\n`)
       .join(""),
   };
+}
+
+/** The folders shown read-only where the view's own /tmp or /dev/shm would hide them, ancestors first. */
+function shownInHidden(plan: SandboxPlan): string[] {
+  // The folder of the `setpriv` a run execs inside the view, where the view would hide it (a PATH of links under /tmp).
+  const setpriv = toolPaths().chain?.setpriv;
+  const shown = setpriv && hiddenInView(setpriv) ? [...plan.visible, path.dirname(setpriv)] : plan.visible;
+  return outerFirst(shown).filter((dir) => hiddenInView(dir) && existsSync(dir));
+}
+
+/** Whether a writable path's place is made in the view: hidden by its own /tmp or /dev/shm, under nothing shown. */
+function placeToMake(plan: SandboxPlan, file: string): boolean {
+  return hiddenInView(file) && !shownInHidden(plan).some((dir) => file === dir || isUnder(file, dir));
 }
 
 /** Writes `view` into the run folder of `plan` (`wx`: never through a planted file). */
@@ -784,9 +802,7 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
   // Ancestors first, and the writable paths after the ones shown read-only: a later mount above an
   // earlier one would cover it. One that is not there has nothing to show (a PATH folder gone).
   // The folder of the `setpriv` a run execs inside the view, where the view would hide it (a PATH of links under /tmp).
-  const setpriv = toolPaths().chain?.setpriv;
-  const shown = setpriv && hiddenInView(setpriv) ? [...plan.visible, path.dirname(setpriv)] : plan.visible;
-  for (const dir of outerFirst(shown)) if (hiddenInView(dir) && existsSync(dir)) bind(lines, dir, "bind,ro");
+  for (const dir of shownInHidden(plan)) bind(lines, dir, "bind,ro");
   // (The writable paths here, bound by the set-up: SandboxPlan.bound.)
   // (Then the protected paths inside them, bound read-only again by the set-up too: protectedInView.)
   const after: string[] = [];
