@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describe, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readLogs, runBin, useLeaderRig, waitUntil, saidLines } from "../helpers/leader-rig.js";
 import { makeTask, testTempDir } from "../helpers/temp-team.js";
 
@@ -420,14 +420,26 @@ describe.concurrent("a sandboxed gate", () => {
     },
   );
 
-  // A FIFO would hold the set-up that opens it until the gate's time-out, and say the gate timed out.
-  it("a sandbox-write= path that is a FIFO stops the run before the gate, and says so", async (context) => {
+  // A sandbox-write= path that is not there when the run is planned would be resolved only by mount (a link the
+  // agents made there meanwhile followed); a FIFO would hold the set-up that opens it until the gate's time-out.
+  it.for([
+    {
+      what: "is not there",
+      make: (_out: string) => {},
+      says: ": no such file or folder; the gate did not run (make it, or change the gate's settings line)",
+    },
+    {
+      what: "is a FIFO",
+      make: (out: string) => expect(spawnSync("mkfifo", [out]).status).toBe(0),
+      says: " is neither a folder nor a regular file: the gate did not run",
+    },
+  ])("a sandbox-write= path that $what stops the run before the gate, and says so", async ({ make, says }, context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
-    const work = await testTempDir(context, "sandbox-fifo-");
+    const work = await testTempDir(context, "sandbox-write-path-");
     const out = path.join(work, "reports");
-    expect(spawnSync("mkfifo", [out]).status).toBe(0);
+    make(out);
     const gate = await rig.hook(
       team,
       "on_task_completed.sh",
@@ -451,46 +463,7 @@ describe.concurrent("a sandboxed gate", () => {
       error?: string;
     };
     expect(result).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
-    expect(result.error).toBe(
-      `${gate}: sandbox-write=${out} is neither a folder nor a regular file: the gate did not run`,
-    );
-    expect(existsSync(path.join(work, "ran"))).toBe(false);
-  });
-
-  // A path that is not there when the run is planned would be resolved only by mount, a link the agents made there
-  // meanwhile followed: the run does not start, and says why.
-  it("a sandbox-write= path that is not there stops the run before the gate, and says so", async (context) => {
-    const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
-    const work = await testTempDir(context, "sandbox-not-there-");
-    const out = path.join(work, "reports");
-    const gate = await rig.hook(
-      team,
-      "on_task_completed.sh",
-      [`# pi-teams-hooks: sandbox-write=${out}`, `echo ran > ${q(path.join(work, "ran"))}`].join("\n"),
-    );
-    const run = await runBin([
-      "run",
-      "task_completed",
-      "--team-dir",
-      team.teamDir,
-      "--task",
-      "1",
-      "--cwd",
-      work,
-      "--json",
-    ]);
-    const result = JSON.parse(run.stdout).result as {
-      ran: boolean;
-      outcome: string;
-      errorCode?: string;
-      error?: string;
-    };
-    expect(result).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
-    expect(result.error).toBe(
-      `${gate}: sandbox-write=${out}: no such file or folder; the gate did not run (make it, or change the gate's settings line)`,
-    );
+    expect(result.error).toBe(`${gate}: sandbox-write=${out}${says}`);
     expect(existsSync(path.join(work, "ran"))).toBe(false);
   });
 

@@ -200,15 +200,18 @@ function noPrivileges(root: boolean): string[] {
   return root ? ["--no-new-privs", "--bounding-set=-all", "--inh-caps=-all"] : ["--no-new-privs"];
 }
 
-/** The set-up script, with util-linux's tools at the paths found for them (toolPaths). */
-function setupScript(tools: {
+/** The programs a run's chain execs, each at the path found for it (toolPaths). */
+interface ChainTools {
   unshare: string;
   setpriv: string;
   mount: string;
   stat: string;
   readlink: string;
   mkdir: string;
-}): string {
+}
+
+/** The set-up script, with util-linux's and coreutils' tools at the paths found for them (toolPaths). */
+function setupScript(tools: ChainTools): string {
   const [unshare, setpriv, mount, stat, readlink, mkdir] = [
     tools.unshare,
     tools.setpriv,
@@ -272,15 +275,7 @@ function setupScript(tools: {
 
 interface Tools {
   /** The chain's tools; null when PATH has none (the sandbox is then unavailable: sandboxSupport). */
-  chain: {
-    unshare: string;
-    setpriv: string;
-    mount: string;
-    stat: string;
-    readlink: string;
-    mkdir: string;
-    setup: string;
-  } | null;
+  chain: (ChainTools & { setup: string }) | null;
   /** The first of the chain's tools that PATH has not, with its package, for the message: `util-linux's mount`. */
   missing: string | null;
   /** `nsenter` and `setpriv` for entering a held view; null when PATH lacks one (no view is kept). */
