@@ -26,7 +26,6 @@ writeFileSync(gate, "exit 0\n", { mode: 0o755 });
 const plan = (run) => ({
   runDir: run.dir,
   cwd: dir,
-  writable: [dir],
   bound: [{ path: dir, id: fileId(statSync(dir, { bigint: true })) }],
   visible: [dir, path.dirname(path.dirname(process.execPath))],
   protect: [],

@@ -42,7 +42,6 @@ describe("a run's end", () => {
       const start = sandboxed("/bin/sleep", ["60"], {
         runDir: other.dir,
         cwd,
-        writable: [cwd],
         bound: [{ path: cwd, id: fileId(statSync(cwd, { bigint: true })) }],
         visible: [],
         protect: [],

@@ -36,12 +36,17 @@ afterAll(() => {
   for (const run of runs) removeRunDir(run.dir);
 });
 
-function planIn(run: RunDir): SandboxPlan {
+/** A writable path as the leader resolved it: its path and the file there now. */
+function boundAt(dir: string): { path: string; id: string } {
+  return { path: dir, id: fileId(statSync(dir, { bigint: true })) };
+}
+
+/** The plan of a run in `work`, writable; with `alsoWritable`, that folder too, as it is now. */
+function planIn(run: RunDir, alsoWritable?: string): SandboxPlan {
   return {
     runDir: run.dir,
     cwd: work,
-    writable: [work],
-    bound: [{ path: work, id: fileId(statSync(work, { bigint: true })) }],
+    bound: [boundAt(work), ...(alsoWritable ? [boundAt(alsoWritable)] : [])],
     visible: [work, path.dirname(path.dirname(process.execPath))],
     protect: [],
     hide: [path.dirname(runsRoot())],
@@ -100,12 +105,7 @@ describe("the sandbox's set-up", () => {
     mkdirSync(agents);
     mkdirSync(leaders);
     writeFileSync(path.join(leaders, "ledger"), "the leader's\n");
-    const plan: SandboxPlan = {
-      ...planIn(run),
-      cwd: agents,
-      writable: [agents],
-      bound: [{ path: agents, id: fileId(statSync(agents, { bigint: true })) }],
-    };
+    const plan: SandboxPlan = { ...planIn(run), cwd: agents, bound: [boundAt(agents)] };
     const chain = sandboxed("bash", ["-c", "echo forged > ledger && echo the gate wrote"], plan);
     // Between the plan and the mount: the folder moved away, a relative link to the leader's in its place
     // (resolved inside the view, it leads to the leader's folder, bound writable there).
@@ -152,13 +152,7 @@ describe("the sandbox's set-up", () => {
     // still the one checked, but its place in the view leads out of the view (where mount would have bound it).
     const agents = path.join(work, "agents-moved");
     mkdirSync(agents);
-    const plan: SandboxPlan = {
-      ...planIn(run),
-      cwd: work,
-      writable: [work, agents],
-      bound: [...planIn(run).bound, { path: agents, id: fileId(statSync(agents, { bigint: true })) }],
-    };
-    const chain = sandboxed("bash", ["-c", "echo the gate ran"], plan);
+    const chain = sandboxed("bash", ["-c", "echo the gate ran"], planIn(run, agents));
     renameSync(agents, `${agents}.real`);
     symlinkSync(`${agents}.real`, agents);
     const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work });
@@ -189,12 +183,7 @@ describe("the sandbox's set-up", () => {
     runs.push(run);
     const reports = path.join(work, "reports-then-fifo");
     mkdirSync(reports);
-    const plan: SandboxPlan = {
-      ...planIn(run),
-      writable: [work, reports],
-      bound: [...planIn(run).bound, { path: reports, id: fileId(statSync(reports, { bigint: true })) }],
-    };
-    const chain = sandboxed("bash", ["-c", "echo the gate ran"], plan);
+    const chain = sandboxed("bash", ["-c", "echo the gate ran"], planIn(run, reports));
     rmSync(reports, { recursive: true });
     expect(spawnSync("mkfifo", [reports]).status).toBe(0);
     // Opened for reading, a FIFO with no writer would hold the set-up until the gate's time-out.

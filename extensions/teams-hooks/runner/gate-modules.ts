@@ -17,6 +17,7 @@
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ownPackageRoot } from "./run-dir.js";
+import { VIEW_FILES } from "./sandbox.js";
 import { othersCanWrite } from "../team/ownership.js";
 import { existsNoFollow } from "../team/paths.js";
 
@@ -98,10 +99,7 @@ const RUN_FILES = new Set([
   "result.json",
   "out",
   "root",
-  "fstab",
-  "fstab.ro",
-  "fstab.rw",
-  "fstab.after",
+  ...VIEW_FILES,
   "fstab.failed",
   "node_modules",
   "package.json",

@@ -65,6 +65,7 @@ import {
   sandboxed,
   setupFailedFile,
   setupSaidFailed,
+  VIEW_FILES,
   type SandboxPlan,
 } from "./sandbox.js";
 import {
@@ -421,11 +422,10 @@ function planOf(
     return found.path;
   };
   const cwd = writable(opts.cwd, `its working directory ${opts.cwd}`);
-  const write = (opts.sandbox?.write ?? []).map((p) => writable(p, `sandbox-write=${p}`));
+  for (const p of opts.sandbox?.write ?? []) writable(p, `sandbox-write=${p}`);
   return {
     runDir: run.dir,
     cwd,
-    writable: [cwd, ...write],
     bound,
     visible: [
       invocation.teamDir,
@@ -570,9 +570,7 @@ async function runIn(
     const read = [
       run.contextFile,
       ...(claude ? [run.stdinFile] : []),
-      ...(sandbox.state === "on"
-        ? ["fstab", "fstab.ro", "fstab.rw", "fstab.after"].map((name) => path.join(run.dir, name))
-        : []),
+      ...(sandbox.state === "on" ? VIEW_FILES.map((name) => path.join(run.dir, name)) : []),
     ];
     const opened = openRunDirTo(run.dir, runsRoot(opts.baseEnv ?? process.env), user, {
       read,

@@ -65,7 +65,7 @@ export function sandboxSupport(): SandboxSupport {
   if (probed) return probed;
   const { chain, missing } = toolPaths();
   if (!chain) return (probed = { ok: false, reason: `${missing} is not installed` });
-  const probe = spawnSync(chain.unshare, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
+  const probe = spawnSync(chain.unshare, PROBE_ARGS, {
     stdio: ["ignore", "ignore", "pipe"],
     timeout: PROBE_TIMEOUT_MS,
   });
@@ -87,7 +87,7 @@ export function probeSandbox(): Promise<SandboxSupport> {
   const { chain, missing } = toolPaths();
   if (!chain) return Promise.resolve((probed = { ok: false, reason: `${missing} is not installed` }));
   probing = new Promise<SandboxSupport>((resolve) => {
-    const child = spawn(chain.unshare, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
+    const child = spawn(chain.unshare, PROBE_ARGS, {
       stdio: ["ignore", "ignore", "pipe"],
       timeout: PROBE_TIMEOUT_MS,
     });
@@ -149,20 +149,20 @@ export function sandboxNotice(setting: { value: SandboxMode; origin: string }): 
 }
 
 const OUTER_FLAGS = ["--user", "--map-root-user", "--mount", "--propagation", "private"];
+/** The probe: `unshare` makes the namespaces a run's chain makes first, and runs nothing in them. */
+const PROBE_ARGS = [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"];
 
 /** What one sandboxed run needs: paths are absolute, as the leader sees them. */
 export interface SandboxPlan {
   /** The run's private folder: `root/` and `fstab` are made in it. */
   runDir: string;
   cwd: string;
-  /** Writable inside: the working directory first, then the gate's `sandbox-write=` paths. */
-  writable: readonly string[];
   /**
-   * What each writable path that is there must show in the view once built: the file the leader resolved it
-   * to, by device and inode (`dev:ino`, as stat(1) prints them). The set-up binds each from a descriptor it
-   * checked to be that file onto one checked to be its place in the view (setupScript), never by its path,
-   * which `mount` would resolve again: a link the agents swapped in meanwhile would have the leader's own
-   * folder bound writable, or theirs mounted over a program the set-up runs next.
+   * Writable inside, the working directory first, then the gate's `sandbox-write=` paths: each as the leader
+   * resolved it, with the file it reached, by device and inode (`dev:ino`, as stat(1) prints them). The set-up
+   * binds each from a descriptor it checked to be that file onto one checked to be its place in the view
+   * (setupScript), never by its path, which `mount` would resolve again: a link the agents swapped in meanwhile
+   * would have the leader's own folder bound writable, or theirs mounted over a program the set-up runs next.
    */
   bound: readonly { path: string; id: string }[];
   /**
@@ -371,8 +371,9 @@ export interface View {
 
 /** The view `plan` builds as the machine is now (its mounts read from /proc/self/mountinfo). */
 export function viewOf(plan: SandboxPlan): View {
+  const shown = shownInHidden(plan);
   return {
-    ...fstabOf(plan, path.join(plan.runDir, "root"), readMounts()),
+    ...fstabOf(plan, path.join(plan.runDir, "root"), readMounts(), shown),
     readOnly: protectedInView(plan)
       .map((p) => `${p}\n`)
       .join(""),
@@ -381,12 +382,15 @@ export function viewOf(plan: SandboxPlan): View {
     // on its way), its path.
     bound: [...plan.bound]
       .sort((a, b) => a.path.length - b.path.length)
-      .map((b) => `${b.id}\n${placeToMake(plan, b.path) ? "make" : "-"}\n${b.path}\n`)
+      .map((b) => `${b.id}\n${placeToMake(b.path, shown) ? "make" : "-"}\n${b.path}\n`)
       .join(""),
   };
 }
 
-/** The folders shown read-only where the view's own /tmp or /dev/shm would hide them, ancestors first. */
+/**
+ * The folders shown read-only where the view's own /tmp or /dev/shm would hide them, ancestors first. One that is
+ * not there has nothing to show (a PATH folder gone).
+ */
 function shownInHidden(plan: SandboxPlan): string[] {
   // The folder of the `setpriv` a run execs inside the view, where the view would hide it (a PATH of links under /tmp).
   const setpriv = toolPaths().chain?.setpriv;
@@ -394,10 +398,13 @@ function shownInHidden(plan: SandboxPlan): string[] {
   return outerFirst(shown).filter((dir) => hiddenInView(dir) && existsSync(dir));
 }
 
-/** Whether a writable path's place is made in the view: hidden by its own /tmp or /dev/shm, under nothing shown. */
-function placeToMake(plan: SandboxPlan, file: string): boolean {
-  return hiddenInView(file) && !shownInHidden(plan).some((dir) => file === dir || isUnder(file, dir));
+/** Whether a writable path's place is made in the view: hidden by its own /tmp or /dev/shm, under nothing `shown`. */
+function placeToMake(file: string, shown: readonly string[]): boolean {
+  return hiddenInView(file) && !shown.some((dir) => file === dir || isUnder(file, dir));
 }
+
+/** The files of a view in its run's folder (writeView), which its set-up reads: a run-as user's set-up too. */
+export const VIEW_FILES = ["fstab", "fstab.ro", "fstab.rw", "fstab.after"] as const;
 
 /** Writes `view` into the run folder of `plan` (`wx`: never through a planted file). */
 export function writeView(plan: SandboxPlan, view: View): void {
@@ -774,7 +781,12 @@ function readMounts(): MountEntry[] {
  * The two fstabs (mount(8)'s own format, one `mount -a` each) that build the view of `plan` in `root`: the
  * view before its writable paths, which the set-up binds itself in between (setupScript), and what lies on them.
  */
-function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[]): { fstab: string; after: string } {
+function fstabOf(
+  plan: SandboxPlan,
+  root: string,
+  mounts: readonly MountEntry[],
+  shown: readonly string[],
+): { fstab: string; after: string } {
   const inRoot = (point: string): string => `${fstabEscape(root)}${point === "/" ? "" : point}`;
   const lines = [`/ ${fstabEscape(root)} none rbind 0 0`];
   const visible = shownMounts(mounts);
@@ -795,11 +807,9 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
     to.push(`${fstabEscape(dir)} ${inRoot(fstabEscape(dir))} none ${options},X-mount.mkdir 0 0`);
   };
   // Ancestors first, and the writable paths after the ones shown read-only: a later mount above an
-  // earlier one would cover it. One that is not there has nothing to show (a PATH folder gone).
-  // The folder of the `setpriv` a run execs inside the view, where the view would hide it (a PATH of links under /tmp).
-  for (const dir of shownInHidden(plan)) bind(lines, dir, "bind,ro");
-  // (The writable paths here, bound by the set-up: SandboxPlan.bound.)
-  // (Then the protected paths inside them, bound read-only again by the set-up too: protectedInView.)
+  // earlier one would cover it. The writable paths, and the protected paths inside them, are bound by the
+  // set-up itself between the two fstabs (SandboxPlan.bound, protectedInView).
+  for (const dir of shown) bind(lines, dir, "bind,ro");
   const after: string[] = [];
   for (const dir of outerFirst(plan.hide).filter((d) => existsSync(d)))
     after.push(`tmpfs ${inRoot(fstabEscape(dir))} tmpfs mode=0755,nosuid,nodev,X-mount.mkdir 0 0`);
@@ -816,7 +826,7 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
 function protectedInView(plan: SandboxPlan): string[] {
   // Ancestors first: the set-up binds them in this order.
   return outerFirst(plan.protect).filter(
-    (dir) => !dir.includes("\n") && existsSync(dir) && plan.writable.some((w) => dir === w || isUnder(dir, w)),
+    (dir) => !dir.includes("\n") && existsSync(dir) && plan.bound.some(({ path: w }) => dir === w || isUnder(dir, w)),
   );
 }
 

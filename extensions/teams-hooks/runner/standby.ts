@@ -46,6 +46,7 @@ import {
   writeSync,
 } from "node:fs";
 import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { startProcess, type HookProcess } from "./process.js";
 import { makeRunDir, newResultFile, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
@@ -63,6 +64,7 @@ import {
   SANDBOX_SETUP_MARK,
   type SandboxPlan,
   type View,
+  VIEW_FILES,
 } from "./sandbox.js";
 import { absoluteSearchPath } from "./search-path.js";
 import { signalGroup } from "./terminate.js";
@@ -398,13 +400,7 @@ function stillFits(built: { view: View; pins: string }, planNow: () => SandboxPl
   try {
     const plan = planNow();
     const view = viewOf(plan);
-    return (
-      view.fstab === built.view.fstab &&
-      view.after === built.view.after &&
-      view.readOnly === built.view.readOnly &&
-      view.bound === built.view.bound &&
-      pinsOf(plan) === built.pins
-    );
+    return isDeepStrictEqual(view, built.view) && pinsOf(plan) === built.pins;
   } catch {
     return false;
   }
@@ -417,7 +413,7 @@ function dropView(run: RunDir, held: HeldView | null): void {
 }
 
 /** What a run's folder keeps between the runs of a held view: the view's own files and the result folder. */
-const KEPT = new Set(["root", "fstab", "fstab.ro", "fstab.rw", "fstab.after", "fstab.failed", "out"]);
+const KEPT = new Set<string>(["root", ...VIEW_FILES, "fstab.failed", "out"]);
 
 /**
  * Keeps the view of a standby whose run has ended for the next standby of its gate, when nothing of the
@@ -507,7 +503,7 @@ function envFile(run: RunDir): string {
 
 /** The files the view binds, by device and inode: a path replaced since the standby was built shows another file. */
 function pinsOf(plan: SandboxPlan): string {
-  const paths = [plan.cwd, ...plan.writable, ...plan.visible, ...plan.protect, ...plan.hide];
+  const paths = [plan.cwd, ...plan.bound.map((b) => b.path), ...plan.visible, ...plan.protect, ...plan.hide];
   return paths
     .map((p) => {
       try {
