@@ -303,7 +303,7 @@ describe.concurrent("a sandboxed gate", () => {
   // A link another user owns on the way is refused: the run does not start (a sandbox set-up failure). The link is
   // the agents' (as root here, owned by another user, as under the recipe; only root can give a link away).
   it.skipIf(process.getuid?.() !== 0)(
-    "a sandbox-write= folder the agents turned into a link to the leader's home does not make the home writable",
+    "a sandbox-write= folder the agents turned into a link to the leader's home (theirs, or one of the leader's own they moved there) does not make the home writable",
     async (context) => {
       const { expect } = context;
       const rig = outerRig.scoped(context);
@@ -361,58 +361,33 @@ describe.concurrent("a sandboxed gate", () => {
       );
       expect(existsSync(path.join(work, "ran"))).toBe(false);
       expect(await readFile(path.join(home, ".bashrc"), "utf8")).toBe("# the leader's own\n");
-    },
-  );
 
-  // A gate runs as the leader's user: a link its tests make in the agents' folder is the leader's own. Moved by the
-  // agents onto a writable path, it would have the leader's home bound writable: a link of the leader's is followed
-  // only in a folder no other user can write.
-  it.skipIf(process.getuid?.() !== 0)(
-    "a link of the leader's own in the agents' folder, moved onto a sandbox-write= path, does not make its target writable",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
-      const work = await testTempDir(context, "sandbox-own-link-");
-      const home = path.join(work, "leader-home");
-      await mkdir(home);
-      await writeFile(path.join(home, ".bashrc"), "# the leader's own\n");
-      // The agents' folder (another user's), and in it a link of the leader's (root's here) to the home.
+      // A link of the leader's own (root's here) in the agents' folder: a gate runs as the leader's user, so a link
+      // its tests make there is the leader's, and the agents can move it onto a writable path. Followed only in a
+      // folder no other user can write.
       const agents = path.join(work, "agents");
       await mkdir(agents, { mode: 0o755 });
       await lchown(agents, 65534, 65534);
-      const out = path.join(agents, "reports");
-      await symlink(home, out);
-      const gate = await rig.hook(
+      const ownLink = path.join(agents, "reports");
+      await symlink(home, ownLink);
+      const ownGate = await rig.hook(
         team,
         "on_task_completed.sh",
         [
-          `# pi-teams-hooks: sandbox-write=${out}`,
+          `# pi-teams-hooks: sandbox-write=${ownLink}`,
           `echo ran > ${q(path.join(work, "ran"))}`,
-          `echo planted >> ${q(path.join(out, ".bashrc"))}`,
+          `echo planted >> ${q(path.join(ownLink, ".bashrc"))}`,
         ].join("\n"),
       );
-      const run = await runBin([
-        "run",
-        "task_completed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "1",
-        "--cwd",
-        work,
-        "--json",
-      ]);
-      const result = JSON.parse(run.stdout).result as {
-        ran: boolean;
-        outcome: string;
-        errorCode?: string;
-        error?: string;
-      };
-      expect(result).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
-      expect(result.error).toMatch(
+      const third = await runBin(
+        ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--cwd", work, "--json"],
+        { env: { HOME: home } },
+      );
+      const viaOwn = JSON.parse(third.stdout).result as { outcome: string; errorCode?: string; error?: string };
+      expect(viaOwn).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
+      expect(viaOwn.error).toMatch(
         new RegExp(
-          `^${gate}: sandbox-write=${out} goes through ${out}, a symbolic link in a folder that [^ ]* ?\\(?uid 65534\\)? owns`,
+          `^${ownGate}: sandbox-write=${ownLink} goes through ${ownLink}, a symbolic link in a folder that [^ ]* ?\\(?uid 65534\\)? owns`,
         ),
       );
       expect(existsSync(path.join(work, "ran"))).toBe(false);
